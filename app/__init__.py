@@ -1,0 +1,1 @@
+"""Kazeia speech workbench (Qt). The workbench itself arrives with the GUI issue."""

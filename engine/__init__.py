@@ -1,0 +1,1 @@
+"""Kazeia engine: model files, conversion, synthesis and the `kazeia` command line."""

@@ -1,0 +1,8 @@
+// kazeia._native: thin bindings; the Python API lives in kazeia.engine.
+#include "bindings.h"
+
+PYBIND11_MODULE(_native, m) {
+    m.doc() = "Kazeia native core (ggml): model files, devices, quantisation";
+    kazeia::bindings::register_model(m);
+    kazeia::bindings::register_devices(m);
+}

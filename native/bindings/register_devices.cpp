@@ -1,0 +1,31 @@
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "kazeia/devices.h"
+
+namespace py = pybind11;
+
+namespace kazeia::bindings {
+
+void register_devices(py::module_ & m) {
+    m.def("devices", [] {
+        py::list out;
+        for (const auto & d : devices_list()) {
+            py::dict e;
+            e["name"] = d.name;
+            e["description"] = d.description;
+            e["type"] = d.type;
+            e["backend"] = d.backend;
+            e["memory_free"] = d.memory_free;
+            e["memory_total"] = d.memory_total;
+            e["async"] = d.async;
+            e["host_buffer"] = d.host_buffer;
+            e["buffer_from_host_ptr"] = d.buffer_from_host_ptr;
+            e["events"] = d.events;
+            out.append(e);
+        }
+        return out;
+    }, "ggml's devices: name, description, type, backend, memory and capabilities");
+}
+
+}  // namespace kazeia::bindings

@@ -1,0 +1,25 @@
+// ggml's device registry as plain data, for `kazeia devices` and placement checks.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace kazeia {
+
+struct device_info {
+    std::string name;
+    std::string description;
+    std::string type;          // cpu | gpu | igpu | accel
+    std::string backend;       // registry that provides it (CPU, CUDA, ...)
+    size_t memory_free = 0;
+    size_t memory_total = 0;
+    bool async = false;
+    bool host_buffer = false;            // has a host-visible (pinned) buffer type
+    bool buffer_from_host_ptr = false;   // can wrap host memory without copying
+    bool events = false;
+};
+
+std::vector<device_info> devices_list();
+
+}  // namespace kazeia

@@ -1,0 +1,37 @@
+#include "kazeia/devices.h"
+
+#include "ggml-backend.h"
+#include "runtime/ggml_log.h"
+
+namespace kazeia {
+
+std::vector<device_info> devices_list() {
+    ggml_log_install();
+    std::vector<device_info> out;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+        ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+        ggml_backend_dev_props props{};
+        ggml_backend_dev_get_props(dev, &props);
+        device_info d;
+        d.name = props.name ? props.name : "";
+        d.description = props.description ? props.description : "";
+        switch (props.type) {
+            case GGML_BACKEND_DEVICE_TYPE_CPU: d.type = "cpu"; break;
+            case GGML_BACKEND_DEVICE_TYPE_GPU: d.type = "gpu"; break;
+            case GGML_BACKEND_DEVICE_TYPE_IGPU: d.type = "igpu"; break;
+            default: d.type = "accel"; break;
+        }
+        ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+        d.backend = reg ? ggml_backend_reg_name(reg) : "";
+        d.memory_free = props.memory_free;
+        d.memory_total = props.memory_total;
+        d.async = props.caps.async;
+        d.host_buffer = props.caps.host_buffer;
+        d.buffer_from_host_ptr = props.caps.buffer_from_host_ptr;
+        d.events = props.caps.events;
+        out.push_back(d);
+    }
+    return out;
+}
+
+}  // namespace kazeia
