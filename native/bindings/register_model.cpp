@@ -187,9 +187,9 @@ void register_model(py::module_ & m) {
           "Hyper-parameters derived from a metadata dict, exactly as the loader derives them");
     m.def("expected_tensors", [](py::dict kv) { return specs_list(tensor_table_expand(hparams_read(dict_kv_reader(kv)))); },
           "The model's tensor table expanded for the hyper-parameters in a metadata dict");
-    m.def("ignored_sources", [] {
+    m.def("ignored_sources", [](py::dict kv) {
         py::list out;
-        for (const auto & i : tensor_table_ignored()) out.append(py::make_tuple(i.pattern, i.reason));
+        for (const auto & i : tensor_table_ignored(hparams_read(dict_kv_reader(kv)))) out.append(py::make_tuple(i.pattern, i.reason));
         return out;
     }, "Checkpoint tensors a converter drops on purpose: (regex, reason)");
 

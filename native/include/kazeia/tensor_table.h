@@ -41,7 +41,7 @@ struct ignored_source {
 };
 
 std::vector<tensor_spec> tensor_table_expand(const model_hparams & hp);
-const std::vector<ignored_source> & tensor_table_ignored();
+std::vector<ignored_source> tensor_table_ignored(const model_hparams & hp);
 const char * tensor_stage_name(tensor_stage s);
 const char * tensor_storage_name(tensor_storage s);
 const char * tensor_transform_name(tensor_transform t);

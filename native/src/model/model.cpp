@@ -223,9 +223,11 @@ void model::open_gguf(const std::string & path) {
     const auto lang_ids = kv.get_int_array("qwen3tts.languages.ids");
     if (lang_names.size() != lang_ids.size()) throw model_error("language names and ids differ in length");
     for (size_t i = 0; i < lang_names.size(); ++i) info_.languages.push_back({lang_names[i], int32_t(lang_ids[i])});
-    const auto spk_names = kv.get_str_array("qwen3tts.speakers.names");
-    const auto spk_ids = kv.get_int_array("qwen3tts.speakers.ids");
-    const auto spk_dialects = kv.get_str_array("qwen3tts.speakers.dialects");
+    // Writers cannot store empty arrays: absent speaker tables mean no named speakers.
+    const bool has_speakers = kv.has("qwen3tts.speakers.names");
+    const auto spk_names = has_speakers ? kv.get_str_array("qwen3tts.speakers.names") : std::vector<std::string>{};
+    const auto spk_ids = has_speakers ? kv.get_int_array("qwen3tts.speakers.ids") : std::vector<int64_t>{};
+    const auto spk_dialects = has_speakers ? kv.get_str_array("qwen3tts.speakers.dialects") : std::vector<std::string>{};
     if (spk_names.size() != spk_ids.size() || spk_names.size() != spk_dialects.size()) {
         throw model_error("speaker names, ids and dialects differ in length");
     }

@@ -20,8 +20,9 @@ public:
         out.push_back({name, {source}, std::move(shape), stage_, storage, tensor_transform::copy});
     }
     // weight + bias pair of a linear or convolution layer
-    void add_wb(const std::string & name, const std::string & source, shape_t w, S storage) {
-        const int64_t n_out = w[0];
+    // (ConvTranspose1d weights are [in, out, k]: pass the output count as n_out)
+    void add_wb(const std::string & name, const std::string & source, shape_t w, S storage, int64_t n_out = 0) {
+        if (n_out == 0) n_out = w[0];
         add(name + ".weight", source + ".weight", std::move(w), storage);
         add(name + ".bias", source + ".bias", {n_out}, S::f32);
     }
@@ -139,7 +140,7 @@ void add_speech_decoder(std::vector<tensor_spec> & out, const speech_decoder_hpa
         const std::string g = idx("dec.up.", int(u), ".");
         const std::string s = idx("decoder.upsample.", int(u), ".");
         // ConvTranspose1d weights are [in, out, k]
-        t.add_wb(g + "tconv", s + "0.conv", {c, c, h.upsampling_ratios[u]}, S::half_or_f32);
+        t.add_wb(g + "tconv", s + "0.conv", {c, c, h.upsampling_ratios[u]}, S::half_or_f32, c);
         t.add_wb(g + "dwconv", s + "1.dwconv.conv", {c, 1, 7}, S::f32);
         t.add(g + "norm.weight", s + "1.norm.weight", {c}, S::f32);
         t.add(g + "norm.bias", s + "1.norm.bias", {c}, S::f32);
@@ -157,7 +158,7 @@ void add_speech_decoder(std::vector<tensor_spec> & out, const speech_decoder_hpa
         const int64_t ch_out = ch / 2;
         const int rate = h.upsample_rates[b];
         add_snake(t, g + "snake", s + "0", ch);
-        t.add_wb(g + "tconv", s + "1.conv", {ch, ch_out, 2 * rate}, S::half_or_f32);
+        t.add_wb(g + "tconv", s + "1.conv", {ch, ch_out, 2 * rate}, S::half_or_f32, ch_out);
         for (int r = 0; r < 3; ++r) {
             const std::string gr = idx(g + "res.", r, ".");
             const std::string sr = idx(s, r + 2, ".");
@@ -282,8 +283,8 @@ std::vector<tensor_spec> tensor_table_expand(const model_hparams & hp) {
     return out;
 }
 
-const std::vector<ignored_source> & tensor_table_ignored() {
-    static const std::vector<ignored_source> ignored = {
+std::vector<ignored_source> tensor_table_ignored(const model_hparams & hp) {
+    std::vector<ignored_source> ignored = {
         {R"(^decoder\.quantizer\.rvq_(first|rest)\.input_proj\.weight$)",
          "the decoder's quantizer input projections are only used for encoding, which the audio encoder does"},
         {R"(^encoder\.quantizer\.[a-z]+_residual_vector_quantizer\.layers\.\d+\.codebook\.initialized$)",
@@ -291,6 +292,10 @@ const std::vector<ignored_source> & tensor_table_ignored() {
         {R"(^encoder\.quantizer\.acoustic_residual_vector_quantizer\.layers\.\d+\.codebook\.(embed_sum|cluster_usage)$)",
          "acoustic codebooks beyond encoder_valid_num_quantizers are never used (Qwen3-TTS keeps 16)"},
     };
+    if (!hp.audio_encoder.present) {
+        ignored.push_back({R"(^encoder\.)",
+                           "the speech tokenizer's audio encoder only serves voice cloning, which needs a Base model"});
+    }
     return ignored;
 }
 

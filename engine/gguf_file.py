@@ -1,0 +1,123 @@
+"""Writing a Kazeia model file: metadata plus tensors, each stored in the type its role allows.
+
+Tensors are produced one at a time (read, converted, quantised, written), so a conversion
+never holds more than one tensor in memory; the file appears under its name only when complete.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import gguf
+import numpy as np
+from tqdm import tqdm
+
+from kazeia import _native
+
+# Types a user can ask for, in fallback order for a tensor whose rows do not fit the blocks.
+FILE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_k")
+_FALLBACK = {"q4_k": ("q4_k", "q8_0", "f16"), "q8_0": ("q8_0", "f16"), "bf16": ("bf16",), "f16": ("f16",),
+             "f32": ("f32",)}
+_GGML_TYPE = {"f32": gguf.GGMLQuantizationType.F32, "f16": gguf.GGMLQuantizationType.F16,
+              "bf16": gguf.GGMLQuantizationType.BF16, "q8_0": gguf.GGMLQuantizationType.Q8_0,
+              "q4_k": gguf.GGMLQuantizationType.Q4_K}
+
+
+def storage_type(storage: str, requested: str, shape: list[int]) -> str:
+    """The type a tensor is stored in: precision-sensitive roles stay f32, decoder and encoder
+    weights are never quantised (f16 unless the file is f32), and a quantised type falls back
+    when a row length is not a multiple of its block size."""
+    if requested not in _FALLBACK:
+        raise ValueError(f"unknown type {requested!r}; choose one of {', '.join(FILE_TYPES)}")
+    if storage == "f32" or requested == "f32":
+        return "f32"
+    if storage == "half_or_f32":
+        return "f16"
+    for t in _FALLBACK[requested]:
+        if shape[-1] % _native.type_block_size(t) == 0:
+            return t
+    return "f32"
+
+
+@dataclass
+class TensorPlan:
+    name: str
+    shape: list[int]              # PyTorch order
+    type: str                     # one of FILE_TYPES
+    produce: Callable[[], np.ndarray]   # float32 values in `shape`
+
+
+def encode_tensor(values: np.ndarray, plan: TensorPlan) -> np.ndarray:
+    """float32 values -> uint8 array [*shape[:-1], bytes per row] in the plan's ggml type."""
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    if list(values.shape) != list(plan.shape):
+        raise ValueError(f"tensor {plan.name}: produced shape {list(values.shape)}, planned {plan.shape}")
+    rows = values.reshape(-1, plan.shape[-1])
+    data = _native.quantize(rows, plan.type)
+    return data.reshape(*plan.shape[:-1], data.shape[-1])
+
+
+def _row_bytes(plan: TensorPlan) -> int:
+    block = _native.type_block_size(plan.type)
+    probe = _native.quantize(np.zeros((1, plan.shape[-1]), np.float32), plan.type)
+    assert plan.shape[-1] % block == 0
+    return probe.shape[1]
+
+
+def _add_metadata(writer: gguf.GGUFWriter, key: str, value: Any) -> None:
+    if key == "general.architecture" or (isinstance(value, (list, tuple)) and not value):
+        return  # the writer adds the architecture itself; GGUF writers refuse empty arrays (absent = empty)
+    V = gguf.GGUFValueType
+    if isinstance(value, bool):
+        writer.add_bool(key, value)
+    elif isinstance(value, int):
+        writer.add_int32(key, value)
+    elif isinstance(value, float):
+        writer.add_float32(key, value)
+    elif isinstance(value, str):
+        writer.add_string(key, value)
+    elif isinstance(value, (list, tuple)):
+        if all(isinstance(v, str) for v in value):
+            writer.add_key_value(key, list(value), V.ARRAY, sub_type=V.STRING)
+        elif all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            writer.add_key_value(key, [int(v) for v in value], V.ARRAY, sub_type=V.INT32)
+        else:
+            raise TypeError(f"metadata {key}: mixed array")
+    else:
+        raise TypeError(f"metadata {key}: unsupported value type {type(value).__name__}")
+
+
+def write_model_file(path: str | os.PathLike, metadata: dict[str, Any], plans: list[TensorPlan],
+                     progress: bool = True, label: str = "writing") -> None:
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    writer = gguf.GGUFWriter(partial, metadata["general.architecture"])
+    for key, value in metadata.items():
+        _add_metadata(writer, key, value)
+    row_bytes = {}
+    for plan in plans:
+        key = (plan.type, plan.shape[-1])
+        if key not in row_bytes:
+            row_bytes[key] = _row_bytes(plan)
+        byte_shape = [*plan.shape[:-1], row_bytes[key]]
+        writer.add_tensor_info(plan.name, byte_shape, np.dtype(np.uint8), int(np.prod(byte_shape)),
+                               raw_dtype=_GGML_TYPE[plan.type])
+    total = sum(int(np.prod(plan.shape)) for plan in plans)
+    show = progress and sys.stderr.isatty()
+    try:
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        with tqdm(total=total, unit="param", unit_scale=True, desc=label, disable=not show) as bar:
+            for plan in plans:
+                writer.write_tensor_data(encode_tensor(plan.produce(), plan))
+                bar.update(int(np.prod(plan.shape)))
+        writer.close()
+        os.replace(partial, path)
+    except BaseException:
+        writer.close()
+        partial.unlink(missing_ok=True)
+        raise
