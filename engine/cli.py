@@ -27,8 +27,9 @@ def _cmd_random(args) -> int:
 
 
 def _cmd_info(args) -> int:
+    from .demo import resolve_model
     from .model_file import open_model
-    info = open_model(args.model).info
+    info = open_model(resolve_model(args.model)).info
     if args.json:
         d = {k: v for k, v in info.__dict__.items()}
         d["path"] = str(info.path)
@@ -77,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_cmd_random)
 
     i = sub.add_parser("info", help="describe a model file")
-    i.add_argument("model")
+    i.add_argument("model", help='a GGUF file, or "demo" for the bundled demo model')
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=_cmd_info)
 

@@ -93,7 +93,7 @@ def _add_metadata(writer: gguf.GGUFWriter, key: str, value: Any) -> None:
 def write_model_file(path: str | os.PathLike, metadata: dict[str, Any], plans: list[TensorPlan],
                      progress: bool = True, label: str = "writing") -> None:
     path = Path(path)
-    partial = path.with_name(path.name + ".partial")
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")   # unique: concurrent writers never collide
     writer = gguf.GGUFWriter(partial, metadata["general.architecture"])
     for key, value in metadata.items():
         _add_metadata(writer, key, value)

@@ -49,7 +49,8 @@ class ModelInfo:
             lines.append("  RANDOM WEIGHTS: produces noise, for demos, tests and benchmarks only")
         lines.append("  speakers: " + (", ".join(s.name for s in self.speakers) or "(none)"))
         lines.append("  languages: auto, " + ", ".join(self.languages))
-        for stage, s in self.stages.items():
+        order = ["talker", "code_predictor", "decoder", "speaker_encoder", "audio_encoder"]
+        for stage, s in sorted(self.stages.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99):
             types = ", ".join(f"{n} {t}" for t, n in sorted(s["tensors_by_type"].items()))
             lines.append(f"  {stage}: {s['n_tensors']} tensors, {s['n_params'] / 1e6:.1f} M params ({types})")
         return "\n".join(lines)

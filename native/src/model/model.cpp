@@ -129,6 +129,43 @@ private:
     const gguf_context * ctx_;
 };
 
+bool is_valid_utf8(const char * s) {
+    const auto * p = reinterpret_cast<const unsigned char *>(s);
+    while (*p) {
+        int n = *p < 0x80 ? 0 : (*p >> 5) == 0x6 ? 1 : (*p >> 4) == 0xe ? 2 : (*p >> 3) == 0x1e ? 3 : -1;
+        if (n < 0) return false;
+        for (++p; n > 0; --n, ++p) {
+            if ((*p & 0xc0) != 0x80) return false;
+        }
+    }
+    return true;
+}
+
+// Damaged files can carry names and strings that are not UTF-8; reject them here so Python
+// never meets undecodable text.
+void check_utf8(const gguf_context * ctx) {
+    for (int64_t i = 0; i < gguf_get_n_kv(ctx); ++i) {
+        const char * key = gguf_get_key(ctx, i);
+        if (!is_valid_utf8(key)) throw model_error("metadata key #" + std::to_string(i) + " is not valid UTF-8");
+        const gguf_type t = gguf_get_kv_type(ctx, i);
+        if (t == GGUF_TYPE_STRING && !is_valid_utf8(gguf_get_val_str(ctx, i))) {
+            throw model_error(std::string("metadata ") + key + " is not valid UTF-8");
+        }
+        if (t == GGUF_TYPE_ARRAY && gguf_get_arr_type(ctx, i) == GGUF_TYPE_STRING) {
+            for (size_t j = 0; j < gguf_get_arr_n(ctx, i); ++j) {
+                if (!is_valid_utf8(gguf_get_arr_str(ctx, i, j))) {
+                    throw model_error(std::string("metadata ") + key + " holds text that is not valid UTF-8");
+                }
+            }
+        }
+    }
+    for (int64_t i = 0; i < gguf_get_n_tensors(ctx); ++i) {
+        if (!is_valid_utf8(gguf_get_tensor_name(ctx, i))) {
+            throw model_error("tensor #" + std::to_string(i) + " has a name that is not valid UTF-8");
+        }
+    }
+}
+
 std::string shape_str(const std::vector<int64_t> & shape) {
     std::string s = "[";
     for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -199,6 +236,7 @@ void model::open_gguf(const std::string & path) {
     if (!gguf_) {
         throw model_error("corrupt or truncated GGUF header" + capture.reason());
     }
+    check_utf8(gguf_);
     gguf_kv_reader kv(gguf_);
     const std::string arch = kv.has("general.architecture") ? kv.get_str("general.architecture") : "";
     if (arch != k_architecture) {

@@ -1,0 +1,35 @@
+"""The bundled demo model: a tiny CustomVoice model with random weights, made from a fixed recipe
+on first use (about a second, no download) and cached in the user's cache folder."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kazeia import _native
+
+from .random_model import make_random_model
+
+DEMO_RECIPE = dict(size="tiny", variant="custom_voice", seed=0, out_type="q8_0")
+RECIPE_VERSION = 1   # bump when the recipe or the random-value scheme changes
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("KAZEIA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kazeia")
+    return Path(base)
+
+
+def demo_model_path() -> Path:
+    """Path of the demo model, written there first if it is missing."""
+    path = cache_dir() / f"demo-tiny-custom_voice-f{_native.FORMAT_VERSION}r{RECIPE_VERSION}.gguf"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        make_random_model(path, progress=False, **DEMO_RECIPE)
+    return path
+
+
+def resolve_model(name: str | os.PathLike) -> Path:
+    """A model argument: a GGUF path, or "demo" for the bundled demo model."""
+    if os.fspath(name) == "demo":
+        return demo_model_path()
+    return Path(name)

@@ -1,0 +1,44 @@
+"""Shared fixtures: the committed reference goldens and models converted from them."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(os.environ.get("KAZEIA_GOLDEN_DIR") or Path(__file__).parent / "golden")
+CHECKPOINTS = GOLDEN / "checkpoints"
+VARIANTS = ("custom_voice", "voice_design", "base")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory):
+    # the demo model and other caches go to a temporary folder, never the user's
+    os.environ["KAZEIA_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="session")
+def golden_manifest() -> dict:
+    return json.loads((GOLDEN / "manifest.json").read_text())
+
+
+def checkpoint_dir(variant: str) -> Path:
+    return CHECKPOINTS / f"tiny-{variant}"
+
+
+@pytest.fixture(scope="session")
+def converted(tmp_path_factory):
+    """converted(variant, type) -> path of the tiny reference checkpoint converted to GGUF (cached)."""
+    from kazeia.engine import convert
+    out = tmp_path_factory.mktemp("converted")
+    cache: dict[tuple[str, str], Path] = {}
+
+    def get(variant: str, out_type: str = "f32") -> Path:
+        key = (variant, out_type)
+        if key not in cache:
+            path = out / f"tiny-{variant}-{out_type}.gguf"
+            convert(checkpoint_dir(variant), path, out_type=out_type, progress=False)
+            cache[key] = path
+        return cache[key]
+    return get

@@ -1,0 +1,38 @@
+"""Packaging: one `kazeia` namespace, the native core imports, ggml reports its devices."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import kazeia._native as native
+
+
+def test_single_namespace():
+    for name in ("kazeia.engine", "kazeia.app", "kazeia._native"):
+        assert importlib.util.find_spec(name) is not None, name
+    # nothing generic leaks into site-packages
+    code = "import importlib.util as u, sys; sys.path = [p for p in sys.path if p not in ('', '.')]; " \
+           "print(u.find_spec('engine'), u.find_spec('app'))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert r.stdout.strip() == "None None"
+
+
+def test_devices_lists_the_cpu():
+    devices = native.devices()
+    cpu = [d for d in devices if d["type"] == "cpu"]
+    assert cpu and cpu[0]["memory_total"] > 0
+    assert cpu[0]["buffer_from_host_ptr"]
+
+
+def test_quantize_matches_block_layout():
+    import numpy as np
+    x = np.linspace(-1, 1, 512, dtype=np.float32).reshape(2, 256)
+    assert native.quantize(x, "q8_0").shape == (2, 8 * 34)
+    assert native.quantize(x, "q4_K").shape == (2, 144)
+    assert native.quantize(x, "f16").shape == (2, 512)
+    import pytest
+    with pytest.raises(ValueError, match="blocks of 32"):
+        native.quantize(x[:, :48], "q8_0")
+    with pytest.raises(ValueError, match="unknown ggml type"):
+        native.quantize(x, "q99")
