@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-GOLDEN = Path(os.environ.get("KAZEIA_GOLDEN_DIR") or Path(__file__).parent / "golden")
-CHECKPOINTS = GOLDEN / "checkpoints"
-VARIANTS = ("custom_voice", "voice_design", "base")
+from goldens import GOLDEN, checkpoint_dir
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -21,10 +19,6 @@ def _isolated_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def golden_manifest() -> dict:
     return json.loads((GOLDEN / "manifest.json").read_text())
-
-
-def checkpoint_dir(variant: str) -> Path:
-    return CHECKPOINTS / f"tiny-{variant}"
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from conftest import checkpoint_dir
+from goldens import checkpoint_dir
 
 
 def kazeia(*args, env=None):

@@ -14,7 +14,7 @@ from kazeia import _native
 from kazeia.engine import ConversionError, convert, open_model
 from kazeia.engine.metadata import P, metadata_from_configs
 
-from conftest import GOLDEN, VARIANTS, checkpoint_dir
+from goldens import GOLDEN, VARIANTS, checkpoint_dir
 from safetensors_raw import checkpoint_tensors, read_all
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from kazeia.engine import ModelLoadError, open_model
 
-from conftest import VARIANTS, checkpoint_dir
+from goldens import VARIANTS, checkpoint_dir
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -11,7 +11,7 @@ from kazeia.engine import demo_model_path, make_random_model, open_model
 from kazeia.engine.metadata import metadata_from_configs
 from kazeia.engine.random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config, demo_tokenizer
 
-from conftest import GOLDEN
+from goldens import GOLDEN
 
 
 @pytest.mark.parametrize("variant", ["custom_voice", "voice_design", "base"])
