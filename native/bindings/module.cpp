@@ -5,4 +5,5 @@ PYBIND11_MODULE(_native, m) {
     m.doc() = "Kazeia native core (ggml): model files, devices, quantisation";
     kazeia::bindings::register_model(m);
     kazeia::bindings::register_devices(m);
+    kazeia::bindings::register_decoder(m);
 }

@@ -1,0 +1,76 @@
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "kazeia/model.h"
+#include "kazeia/speech_decoder.h"
+
+namespace py = pybind11;
+
+namespace kazeia::bindings {
+namespace {
+
+using codes_array = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
+const int32_t * frames_of(const codes_array & codes, int n_quantizers, int64_t & n_frames) {
+    if (codes.ndim() != 2 || codes.shape(1) != n_quantizers) {
+        throw std::invalid_argument("codes must have shape [frames, " + std::to_string(n_quantizers) + "]");
+    }
+    n_frames = codes.shape(0);
+    return codes.data();
+}
+
+}  // namespace
+
+void register_decoder(py::module_ & m) {
+    py::class_<speech_decoder_stream>(m, "SpeechDecoderStream")
+        .def(py::init([](const model & mdl, int n_threads, bool reference_chunking, int chunk_frames,
+                         int left_context, int max_graph_frames) {
+                 speech_decoder_options o;
+                 o.n_threads = n_threads;
+                 o.reference_chunking = reference_chunking;
+                 o.chunk_frames = chunk_frames;
+                 o.left_context = left_context;
+                 o.max_graph_frames = max_graph_frames;
+                 py::gil_scoped_release release;
+                 return std::make_unique<speech_decoder_stream>(mdl, o);
+             }),
+             py::arg("model"), py::arg("n_threads") = 1, py::arg("reference_chunking") = true,
+             py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 24,
+             py::keep_alive<1, 2>())
+        .def("push", [](speech_decoder_stream & s, const codes_array & codes) {
+            int64_t n = 0;
+            const int32_t * data = frames_of(codes, s.n_quantizers(), n);
+            std::vector<float> audio;
+            {
+                py::gil_scoped_release release;
+                audio = s.push(data, n);
+            }
+            py::array_t<float> out(audio.size());
+            std::copy(audio.begin(), audio.end(), out.mutable_data());
+            return out;
+        }, py::arg("codes"), "Decode frames [n, 16]; returns the n * samples_per_frame samples they determine")
+        .def("reset", &speech_decoder_stream::reset)
+        .def_property_readonly("frames_decoded", &speech_decoder_stream::frames_decoded)
+        .def_property_readonly("samples_per_frame", &speech_decoder_stream::samples_per_frame)
+        .def_property_readonly("n_quantizers", &speech_decoder_stream::n_quantizers)
+        .def("decode_stages", [](speech_decoder_stream & s, const codes_array & codes) {
+            int64_t n = 0;
+            const int32_t * data = frames_of(codes, s.n_quantizers(), n);
+            std::map<std::string, speech_decoder_stream::stage_output> stages;
+            {
+                py::gil_scoped_release release;
+                stages = s.decode_stages(data, n);
+            }
+            py::dict out;
+            for (auto & [name, so] : stages) {
+                const int64_t rows = int64_t(so.values.size()) / so.channels;
+                py::array_t<float> a({rows, so.channels});
+                std::copy(so.values.begin(), so.values.end(), a.mutable_data());
+                out[py::str(name)] = a;
+            }
+            return out;
+        }, py::arg("codes"), "Every stage's output, [time, channels], decoding from a fresh state");
+}
+
+}  // namespace kazeia::bindings

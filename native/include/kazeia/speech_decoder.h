@@ -1,0 +1,57 @@
+// Speech decoder (Qwen3TTSTokenizerV2Decoder): 16 codes per frame -> 1920 samples at 24 kHz.
+//
+// One implementation serves offline and streaming decoding: a stream carries every piece of
+// history the network looks back at (causal-conv inputs, the transposed convs' previous input,
+// the attention window's keys and values), so feeding frames in any pattern gives the same audio
+// as decoding them at once. The reference decodes in 300-frame chunks that restart with 25 frames
+// of left context; with `reference_chunking` the stream restarts the same way.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kazeia {
+
+class model;
+
+struct speech_decoder_options {
+    int n_threads = 1;
+    bool reference_chunking = true;   // restart every chunk_frames with left_context frames, as the reference
+    int chunk_frames = 300;
+    int left_context = 25;
+    int max_graph_frames = 24;        // frames per graph launch (bounds the compute buffer)
+};
+
+class speech_decoder_stream {
+public:
+    speech_decoder_stream(const model & m, const speech_decoder_options & options);
+    ~speech_decoder_stream();
+    speech_decoder_stream(const speech_decoder_stream &) = delete;
+    speech_decoder_stream & operator=(const speech_decoder_stream &) = delete;
+
+    // codes: n_frames rows of n_quantizers int32 (row-major); throws std::invalid_argument for
+    // out-of-range codes. Returns the n_frames * samples_per_frame samples these frames determine.
+    std::vector<float> push(const int32_t * codes, int64_t n_frames);
+    // Forget all history: the next frame is decoded as the first of an utterance.
+    void reset();
+    int64_t frames_decoded() const;
+    int samples_per_frame() const;
+    int n_quantizers() const;
+
+    struct stage_output {
+        std::vector<float> values;   // [time][channels]: channels vary fastest
+        int64_t channels = 0;
+    };
+    // For parity tests: decode from a fresh state in one graph and return every stage's output
+    // by the reference's stage names. Leaves the stream reset.
+    std::map<std::string, stage_output> decode_stages(const int32_t * codes, int64_t n_frames);
+
+private:
+    struct impl;
+    std::unique_ptr<impl> p_;
+};
+
+}  // namespace kazeia

@@ -1,0 +1,623 @@
+// Speech decoder graph, in the order of Qwen3TTSTokenizerV2Decoder.forward:
+// quantizer -> pre_conv -> pre_transformer -> upsample (ConvNeXt) -> vocoder (decoder.decoder).
+//
+// Activations are channel-major: ggml ne = [channels, time], so per-channel parameters broadcast
+// along time and every linear map is a mul_mat with the weight as src0. Convolutions are sums of
+// per-tap mul_mats over shifted views of [context ++ input]; transposed convolutions (k = 2s) are
+// one mul_mat whose two halves are added with a one-step shift (no col2im, no transposes).
+#include "kazeia/speech_decoder.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+#include "kazeia/errors.h"
+#include "kazeia/model.h"
+#include "runtime/derived_weights.h"
+
+namespace kazeia {
+namespace {
+
+constexpr int k_graph_size = 16384;
+// Keys sit at slots whose index is their position modulo this (and the key axis is padded to a
+// multiple of it), so every SIMD lane sums the same keys whatever the chunking: streamed audio
+// matches offline decoding to the last bits.
+constexpr int64_t k_kv_align = 64;
+
+std::string idx(const std::string & a, int i, const std::string & b = "") { return a + std::to_string(i) + b; }
+
+// Matrix product with the same kernel whatever the number of columns: ggml hands two or more
+// contiguous columns to llamafile's sgemm and a single or strided one to its vec_dot, and the two
+// round differently. Streaming one frame at a time must add up exactly like offline decoding.
+ggml_tensor * mm(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    if (!ggml_is_contiguous(b)) b = ggml_cont(ctx, b);
+    if (b->ne[1] != 1) return ggml_mul_mat(ctx, a, b);
+    ggml_tensor * r = ggml_mul_mat(ctx, a, ggml_concat(ctx, b, b, 1));
+    ggml_tensor * first = ggml_view_4d(ctx, r, r->ne[0], 1, r->ne[2], r->ne[3], r->nb[1], r->nb[2], r->nb[3], 0);
+    return ggml_is_contiguous(first) ? first : ggml_cont(ctx, first);
+}
+
+struct conv_w {           // causal conv: taps [Cin, Cout, K] (tap k = 2-D slice), bias [Cout]
+    ggml_tensor * taps = nullptr;
+    ggml_tensor * bias = nullptr;
+    int k = 1, dilation = 1, c_in = 0, c_out = 0;
+};
+
+struct tconv_w {          // causal transposed conv with k = s or k = 2s: [Cin, Cout * k]
+    ggml_tensor * w = nullptr;
+    ggml_tensor * bias = nullptr;
+    int k = 0, stride = 0, c_in = 0, c_out = 0;
+};
+
+struct snake_w {          // y = x + inv_beta * sin(x * alpha)^2, alpha and inv_beta precomputed
+    ggml_tensor * alpha = nullptr;
+    ggml_tensor * inv_beta = nullptr;
+};
+
+struct attn_layer_w {
+    ggml_tensor *attn_norm, *wq, *wk, *wv, *wo, *attn_scale, *ffn_norm, *w_gate, *w_up, *w_down, *ffn_scale;
+};
+
+struct convnext_w {
+    tconv_w up;
+    ggml_tensor *dw_taps, *dw_bias, *norm_w, *norm_b, *pw1, *pw1_b, *pw2, *pw2_b, *gamma;
+};
+
+struct res_unit_w {
+    snake_w snake1, snake2;
+    conv_w conv1, conv2;
+};
+
+struct voc_block_w {
+    snake_w snake;
+    tconv_w up;
+    res_unit_w res[3];
+};
+
+}  // namespace
+
+struct speech_decoder_stream::impl {
+    using stage_output = speech_decoder_stream::stage_output;
+    const model & m;
+    const speech_decoder_hparams & hp;
+    speech_decoder_options opt;
+
+    // ---- weights -------------------------------------------------------------------------
+    derived_weights derived{1024};
+    std::vector<ggml_tensor *> codebooks;
+    ggml_tensor *first_proj = nullptr, *rest_proj = nullptr;
+    conv_w pre_conv;
+    ggml_tensor *in_proj = nullptr, *in_proj_b = nullptr, *out_norm = nullptr, *out_proj = nullptr, *out_proj_b = nullptr;
+    std::vector<attn_layer_w> layers;
+    std::vector<convnext_w> upsample;
+    conv_w voc_in;
+    std::vector<voc_block_w> blocks;
+    snake_w snake_out;
+    conv_w voc_out;
+
+    // ---- streaming state: one context tensor per history the network looks back at ---------
+    ggml_context * state_ctx = nullptr;
+    ggml_backend_buffer_t state_buf = nullptr;
+    std::vector<ggml_tensor *> state;   // in graph-building order
+    size_t state_cursor = 0;
+    int kv_ctx = 0;                     // attention keys a query looks back at: sliding_window - 1
+    int64_t kv_keep = 0;                // keys kept between calls: kv_ctx + alignment slack
+    int64_t kv_lead = 0;                // keys before this call's first frame used by this call
+    int64_t kv_padded = 0;              // key axis length of this call (multiple of k_kv_align)
+    int64_t position = 0;               // position of the next frame since the last restart
+    int64_t total_frames = 0;           // frames decoded since reset()
+    std::vector<int32_t> history;       // last left_context frames (reference chunking replays them)
+
+    ggml_backend_t backend = nullptr;
+    ggml_gallocr_t galloc = nullptr;
+
+    impl(const model & model_, const speech_decoder_options & o) : m(model_), hp(model_.hparams().decoder), opt(o) {
+        if (opt.n_threads < 1) throw std::invalid_argument("n_threads must be at least 1");
+        if (opt.chunk_frames <= opt.left_context || opt.left_context < 0) {
+            throw std::invalid_argument("chunk_frames must exceed left_context >= 0");
+        }
+        if (opt.max_graph_frames < 1) throw std::invalid_argument("max_graph_frames must be at least 1");
+        bind_weights();
+        derived.allocate();
+        kv_ctx = hp.sliding_window - 1;
+        kv_keep = kv_ctx + k_kv_align - 1;
+        build_state();
+        backend = ggml_backend_cpu_init();
+        if (!backend) throw std::runtime_error("cannot start the CPU backend");
+        ggml_backend_cpu_set_n_threads(backend, opt.n_threads);
+        galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
+    }
+
+    ~impl() {
+        if (galloc) ggml_gallocr_free(galloc);
+        if (backend) ggml_backend_free(backend);
+        if (state_buf) ggml_backend_buffer_free(state_buf);
+        if (state_ctx) ggml_free(state_ctx);
+    }
+
+    // ---------------------------------------------------------------------------------------
+    ggml_tensor * w(const std::string & name) const {
+        ggml_tensor * t = m.tensor(name);
+        if (!t) throw model_error("speech decoder: missing tensor " + name);
+        return t;
+    }
+
+    conv_w bind_conv(const std::string & name, int dilation) {
+        ggml_tensor * src = w(name + ".weight");   // ne [K, Cin, Cout]
+        conv_w c;
+        c.k = int(src->ne[0]);
+        c.c_in = int(src->ne[1]);
+        c.c_out = int(src->ne[2]);
+        c.dilation = dilation;
+        c.taps = derived.add(name + ".taps", src->type, {c.c_in, c.c_out, c.k},
+                             [src](std::vector<uint8_t> & out) { out = permute_elements(src, {1, 2, 0}); });
+        c.bias = w(name + ".bias");
+        return c;
+    }
+
+    tconv_w bind_tconv(const std::string & name, int stride) {
+        ggml_tensor * src = w(name + ".weight");   // ne [K, Cout, Cin]
+        tconv_w c;
+        c.k = int(src->ne[0]);
+        c.c_out = int(src->ne[1]);
+        c.c_in = int(src->ne[2]);
+        c.stride = stride;
+        if (c.k != stride && c.k != 2 * stride) {
+            throw model_error("speech decoder: " + name + " has kernel " + std::to_string(c.k) + " for stride " +
+                              std::to_string(stride) + " (supported: k = s or 2s)");
+        }
+        // rows ordered (tap, out channel): the first s taps of every input form one output block
+        c.w = derived.add(name + ".phases", src->type, {c.c_in, int64_t(c.c_out) * c.k},
+                          [src](std::vector<uint8_t> & out) { out = permute_elements(src, {2, 1, 0}); });
+        c.bias = w(name + ".bias");
+        return c;
+    }
+
+    snake_w bind_snake(const std::string & name) {
+        ggml_tensor * a = w(name + ".alpha");
+        ggml_tensor * b = w(name + ".beta");
+        snake_w s;
+        const int64_t n = a->ne[0];
+        s.alpha = derived.add(name + ".exp_alpha", GGML_TYPE_F32, {n}, [a, n](std::vector<uint8_t> & out) {
+            out = tensor_bytes(a);
+            auto * v = reinterpret_cast<float *>(out.data());
+            for (int64_t i = 0; i < n; ++i) v[i] = std::exp(v[i]);
+        });
+        s.inv_beta = derived.add(name + ".inv_beta", GGML_TYPE_F32, {n}, [b, n](std::vector<uint8_t> & out) {
+            out = tensor_bytes(b);
+            auto * v = reinterpret_cast<float *>(out.data());
+            for (int64_t i = 0; i < n; ++i) v[i] = 1.0f / (std::exp(v[i]) + 1e-9f);
+        });
+        return s;
+    }
+
+    void bind_weights() {
+        for (int k = 0; k < hp.n_quantizers; ++k) codebooks.push_back(w(idx("dec.vq.codebook.", k)));
+        first_proj = w("dec.vq.first_output_proj.weight");
+        rest_proj = w("dec.vq.rest_output_proj.weight");
+        pre_conv = bind_conv("dec.pre_conv", 1);
+        in_proj = w("dec.tfm.input_proj.weight");
+        in_proj_b = w("dec.tfm.input_proj.bias");
+        for (int i = 0; i < hp.tfm.n_layers; ++i) {
+            const std::string p = idx("dec.tfm.blk.", i, ".");
+            layers.push_back({w(p + "attn_norm.weight"), w(p + "attn_q.weight"), w(p + "attn_k.weight"),
+                              w(p + "attn_v.weight"), w(p + "attn_output.weight"), w(p + "attn_scale"),
+                              w(p + "ffn_norm.weight"), w(p + "ffn_gate.weight"), w(p + "ffn_up.weight"),
+                              w(p + "ffn_down.weight"), w(p + "ffn_scale")});
+        }
+        out_norm = w("dec.tfm.output_norm.weight");
+        out_proj = w("dec.tfm.output_proj.weight");
+        out_proj_b = w("dec.tfm.output_proj.bias");
+        for (size_t u = 0; u < hp.upsampling_ratios.size(); ++u) {
+            const std::string p = idx("dec.up.", int(u), ".");
+            convnext_w c;
+            c.up = bind_tconv(p + "tconv", hp.upsampling_ratios[u]);
+            ggml_tensor * dw = w(p + "dwconv.weight");   // ne [7, 1, C]
+            c.dw_taps = derived.add(p + "dwconv.taps", dw->type, {dw->ne[2], dw->ne[0]},
+                                    [dw](std::vector<uint8_t> & out) { out = permute_elements(dw, {2, 0, 1}); });
+            c.dw_bias = w(p + "dwconv.bias");
+            c.norm_w = w(p + "norm.weight");
+            c.norm_b = w(p + "norm.bias");
+            c.pw1 = w(p + "pwconv1.weight");
+            c.pw1_b = w(p + "pwconv1.bias");
+            c.pw2 = w(p + "pwconv2.weight");
+            c.pw2_b = w(p + "pwconv2.bias");
+            c.gamma = w(p + "gamma");
+            upsample.push_back(c);
+        }
+        voc_in = bind_conv("dec.voc.conv_in", 1);
+        for (size_t b = 0; b < hp.upsample_rates.size(); ++b) {
+            const std::string p = idx("dec.voc.blk.", int(b), ".");
+            voc_block_w blk;
+            blk.snake = bind_snake(p + "snake");
+            blk.up = bind_tconv(p + "tconv", hp.upsample_rates[b]);
+            const int dilations[3] = {1, 3, 9};
+            for (int r = 0; r < 3; ++r) {
+                const std::string pr = idx(p + "res.", r, ".");
+                blk.res[r] = {bind_snake(pr + "snake1"), bind_snake(pr + "snake2"),
+                              bind_conv(pr + "conv1", dilations[r]), bind_conv(pr + "conv2", 1)};
+            }
+            blocks.push_back(blk);
+        }
+        snake_out = bind_snake("dec.voc.snake_out");
+        voc_out = bind_conv("dec.voc.conv_out", 1);
+    }
+
+    // ---- state ----------------------------------------------------------------------------
+    // Context sizes in the same order the graph consumes them.
+    std::vector<std::pair<int64_t, int64_t>> state_shapes() const {
+        std::vector<std::pair<int64_t, int64_t>> s;
+        auto conv_ctx = [&](const conv_w & c) {
+            if (c.k > 1) s.push_back({c.c_in, int64_t(c.k - 1) * c.dilation});
+        };
+        conv_ctx(pre_conv);
+        const int64_t kv_dim = int64_t(hp.tfm.n_kv_heads) * hp.tfm.head_dim;
+        for (size_t i = 0; i < layers.size(); ++i) {
+            s.push_back({kv_dim, kv_keep});   // keys (after RoPE)
+            s.push_back({kv_dim, kv_keep});   // values
+        }
+        for (const auto & u : upsample) {
+            if (u.up.k > u.up.stride) s.push_back({u.up.c_in, 1});
+            s.push_back({u.up.c_out, 6});   // depthwise k = 7
+        }
+        conv_ctx(voc_in);
+        for (const auto & b : blocks) {
+            if (b.up.k > b.up.stride) s.push_back({b.up.c_in, 1});
+            for (const auto & r : b.res) conv_ctx(r.conv1);
+        }
+        conv_ctx(voc_out);
+        return s;
+    }
+
+    void build_state() {
+        const auto shapes = state_shapes();
+        ggml_init_params params{ggml_tensor_overhead() * (shapes.size() + 1), nullptr, true};
+        state_ctx = ggml_init(params);
+        for (const auto & [c, t] : shapes) {
+            state.push_back(ggml_new_tensor_2d(state_ctx, GGML_TYPE_F32, c, t));
+        }
+        state_buf = ggml_backend_alloc_ctx_tensors_from_buft(state_ctx, ggml_backend_cpu_buffer_type());
+        if (!state_buf) throw std::runtime_error("cannot allocate the speech decoder state");
+        clear_state();
+    }
+
+    void clear_state() {
+        ggml_backend_buffer_clear(state_buf, 0);
+        position = 0;
+    }
+
+    // ---- graph pieces ---------------------------------------------------------------------
+    struct graph_ctx {
+        ggml_context * ctx;
+        ggml_cgraph * gf;
+        std::map<std::string, ggml_tensor *> * stages;   // non-null when recording stages
+    };
+
+    void record(graph_ctx & g, const char * name, ggml_tensor * t) {
+        if (!g.stages || !name) return;
+        ggml_set_name(t, name);
+        ggml_set_output(t);
+        (*g.stages)[name] = t;
+    }
+
+    // [history ++ x] along time; the newest `history` columns become the next call's history.
+    ggml_tensor * with_history(graph_ctx & g, ggml_tensor * x, int64_t keep) {
+        if (keep == 0) return x;
+        ggml_tensor * h = state[state_cursor++];
+        ggml_tensor * xc = ggml_concat(g.ctx, h, x, 1);
+        const int64_t n = xc->ne[1];
+        ggml_tensor * tail = ggml_view_2d(g.ctx, xc, xc->ne[0], keep, xc->nb[1], (n - keep) * xc->nb[1]);
+        ggml_build_forward_expand(g.gf, ggml_cpy(g.ctx, tail, h));
+        return xc;
+    }
+
+    // causal conv over [history ++ x]: sum over taps of W_k * x[t + k * dilation]
+    ggml_tensor * causal_conv(graph_ctx & g, const conv_w & c, ggml_tensor * x) {
+        const int64_t span = int64_t(c.k - 1) * c.dilation;
+        ggml_tensor * xc = with_history(g, x, span);
+        const int64_t n = x->ne[1];
+        ggml_tensor * y = nullptr;
+        for (int k = 0; k < c.k; ++k) {
+            ggml_tensor * tap = ggml_view_2d(g.ctx, c.taps, c.c_in, c.c_out, c.taps->nb[1], k * c.taps->nb[2]);
+            ggml_tensor * xk = ggml_view_2d(g.ctx, xc, c.c_in, n, xc->nb[1], int64_t(k) * c.dilation * xc->nb[1]);
+            ggml_tensor * yk = mm(g.ctx, tap, xk);
+            y = y ? ggml_add(g.ctx, y, yk) : yk;
+        }
+        return ggml_add(g.ctx, y, c.bias);
+    }
+
+    // causal transposed conv (output T * s): block i = taps[0, s) of input i + taps[s, 2s) of input i-1
+    ggml_tensor * causal_tconv(graph_ctx & g, const tconv_w & c, ggml_tensor * x) {
+        const int64_t n = x->ne[1];
+        const int64_t block = int64_t(c.c_out) * c.stride;
+        ggml_tensor * y;
+        if (c.k == c.stride) {
+            y = mm(g.ctx, c.w, x);
+        } else {
+            ggml_tensor * xc = with_history(g, x, 1);
+            ggml_tensor * cols = mm(g.ctx, c.w, xc);   // [Cout * k, n + 1]
+            ggml_tensor * now = ggml_view_2d(g.ctx, cols, block, n, cols->nb[1], cols->nb[1]);
+            ggml_tensor * prev = ggml_view_2d(g.ctx, cols, block, n, cols->nb[1], block * ggml_element_size(cols));
+            y = ggml_add(g.ctx, now, prev);
+        }
+        y = ggml_reshape_2d(g.ctx, y, c.c_out, n * c.stride);
+        return ggml_add(g.ctx, y, c.bias);
+    }
+
+    ggml_tensor * snake(graph_ctx & g, const snake_w & s, ggml_tensor * x) {
+        ggml_tensor * t = ggml_sin(g.ctx, ggml_mul(g.ctx, x, s.alpha));
+        return ggml_add(g.ctx, x, ggml_mul(g.ctx, ggml_sqr(g.ctx, t), s.inv_beta));
+    }
+
+    ggml_tensor * attention_layer(graph_ctx & g, const attn_layer_w & l, ggml_tensor * x, ggml_tensor * pos,
+                                  ggml_tensor * mask) {
+        const auto & t = hp.tfm;
+        const int64_t n = x->ne[1];
+        ggml_tensor * h = ggml_mul(g.ctx, ggml_rms_norm(g.ctx, x, t.norm_eps), l.attn_norm);
+        ggml_tensor * q = ggml_reshape_3d(g.ctx, mm(g.ctx, l.wq, h), t.head_dim, t.n_heads, n);
+        ggml_tensor * k = ggml_reshape_3d(g.ctx, mm(g.ctx, l.wk, h), t.head_dim, t.n_kv_heads, n);
+        ggml_tensor * v = mm(g.ctx, l.wv, h);
+        q = ggml_rope_ext(g.ctx, q, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1.0f, 0.0f, 1.0f,
+                          0.0f, 0.0f);
+        k = ggml_rope_ext(g.ctx, k, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1.0f, 0.0f, 1.0f,
+                          0.0f, 0.0f);
+        const int64_t kv_dim = int64_t(t.n_kv_heads) * t.head_dim;
+        auto window = [&](ggml_tensor * all) {   // aligned keys [kv_dim, kv_padded], zero padding
+            ggml_tensor * used = ggml_view_2d(g.ctx, all, kv_dim, kv_lead + n, all->nb[1], (kv_keep - kv_lead) * all->nb[1]);
+            return ggml_pad(g.ctx, used, 0, int(kv_padded - kv_lead - n), 0, 0);
+        };
+        ggml_tensor * k_all = window(with_history(g, ggml_reshape_2d(g.ctx, k, kv_dim, n), kv_keep));
+        ggml_tensor * v_all = window(with_history(g, v, kv_keep));
+        const int64_t n_kv = kv_padded;
+        k_all = ggml_reshape_3d(g.ctx, k_all, t.head_dim, t.n_kv_heads, n_kv);
+        v_all = ggml_reshape_3d(g.ctx, v_all, t.head_dim, t.n_kv_heads, n_kv);
+
+        ggml_tensor * qp = ggml_permute(g.ctx, q, 0, 2, 1, 3);        // [hd, n, H]
+        ggml_tensor * kp = ggml_permute(g.ctx, k_all, 0, 2, 1, 3);    // [hd, n_kv, Hkv]
+        ggml_tensor * kq = mm(g.ctx, kp, qp);               // [n_kv, n, H]
+        kq = ggml_soft_max_ext(g.ctx, kq, mask, 1.0f / std::sqrt(float(t.head_dim)), 0.0f);
+        ggml_tensor * vt = ggml_cont(g.ctx, ggml_permute(g.ctx, v_all, 1, 2, 0, 3));   // [n_kv, hd, Hkv]
+        ggml_tensor * kqv = mm(g.ctx, vt, kq);              // [hd, n, H]
+        ggml_tensor * o = ggml_cont(g.ctx, ggml_permute(g.ctx, kqv, 0, 2, 1, 3));     // [hd, H, n]
+        o = mm(g.ctx, l.wo, ggml_reshape_2d(g.ctx, o, int64_t(t.head_dim) * t.n_heads, n));
+        x = ggml_add(g.ctx, x, ggml_mul(g.ctx, o, l.attn_scale));
+
+        h = ggml_mul(g.ctx, ggml_rms_norm(g.ctx, x, t.norm_eps), l.ffn_norm);
+        ggml_tensor * gate = ggml_silu(g.ctx, mm(g.ctx, l.w_gate, h));
+        ggml_tensor * up = mm(g.ctx, l.w_up, h);
+        ggml_tensor * down = mm(g.ctx, l.w_down, ggml_mul(g.ctx, gate, up));
+        return ggml_add(g.ctx, x, ggml_mul(g.ctx, down, l.ffn_scale));
+    }
+
+    ggml_tensor * convnext(graph_ctx & g, const convnext_w & c, ggml_tensor * x, const char * tconv_name) {
+        x = causal_tconv(g, c.up, x);
+        record(g, tconv_name, x);
+        const int64_t n = x->ne[1];
+        const int64_t ch = x->ne[0];
+        ggml_tensor * xc = with_history(g, x, 6);
+        ggml_tensor * y = nullptr;
+        for (int k = 0; k < 7; ++k) {
+            ggml_tensor * tap = ggml_view_2d(g.ctx, c.dw_taps, ch, 1, c.dw_taps->nb[1], k * c.dw_taps->nb[1]);
+            ggml_tensor * xk = ggml_view_2d(g.ctx, xc, ch, n, xc->nb[1], k * xc->nb[1]);
+            ggml_tensor * yk = ggml_mul(g.ctx, xk, tap);
+            y = y ? ggml_add(g.ctx, y, yk) : yk;
+        }
+        y = ggml_add(g.ctx, y, c.dw_bias);
+        y = ggml_add(g.ctx, ggml_mul(g.ctx, ggml_norm(g.ctx, y, 1e-6f), c.norm_w), c.norm_b);
+        y = ggml_gelu_erf(g.ctx, ggml_add(g.ctx, mm(g.ctx, c.pw1, y), c.pw1_b));
+        y = ggml_add(g.ctx, mm(g.ctx, c.pw2, y), c.pw2_b);
+        return ggml_add(g.ctx, x, ggml_mul(g.ctx, y, c.gamma));
+    }
+
+    // codes [n, n_q] (i32, one row of frames per codebook), positions [n], mask [kv_padded, n] -> audio [1, n * 1920]
+    ggml_tensor * build(graph_ctx & g, ggml_tensor * codes, ggml_tensor * pos, ggml_tensor * mask) {
+        state_cursor = 0;
+        const int64_t n = codes->ne[0];
+        // quantizer: semantic and acoustic groups each sum their codebook rows, then project
+        ggml_tensor * first = nullptr;
+        ggml_tensor * rest = nullptr;
+        for (int k = 0; k < hp.n_quantizers; ++k) {
+            ggml_tensor * ids = ggml_view_1d(g.ctx, codes, n, k * codes->nb[1]);   // codebook k's row
+            ggml_tensor * e = ggml_get_rows(g.ctx, codebooks[k], ids);
+            ggml_tensor *& acc = k < hp.n_semantic_quantizers ? first : rest;
+            acc = acc ? ggml_add(g.ctx, acc, e) : e;
+        }
+        auto proj = [&](ggml_tensor * wt, ggml_tensor * x) {
+            return mm(g.ctx, ggml_reshape_2d(g.ctx, wt, wt->ne[1], wt->ne[2]), x);
+        };
+        ggml_tensor * x = ggml_add(g.ctx, proj(first_proj, first), proj(rest_proj, rest));
+        record(g, "quantizer_out", x);
+        x = causal_conv(g, pre_conv, x);
+        record(g, "pre_conv_out", x);
+
+        x = ggml_add(g.ctx, mm(g.ctx, in_proj, x), in_proj_b);
+        record(g, "pre_transformer_input_proj_out", x);
+        static const char * layer_names[] = {"pre_transformer_layer_0_out", "pre_transformer_layer_1_out",
+                                             "pre_transformer_layer_2_out", "pre_transformer_layer_3_out",
+                                             "pre_transformer_layer_4_out", "pre_transformer_layer_5_out",
+                                             "pre_transformer_layer_6_out", "pre_transformer_layer_7_out"};
+        for (size_t i = 0; i < layers.size(); ++i) {
+            x = attention_layer(g, layers[i], x, pos, mask);
+            record(g, i < 8 ? layer_names[i] : nullptr, x);
+        }
+        x = ggml_mul(g.ctx, ggml_rms_norm(g.ctx, x, hp.tfm.norm_eps), out_norm);
+        record(g, "pre_transformer_norm_out", x);
+        x = ggml_add(g.ctx, mm(g.ctx, out_proj, x), out_proj_b);
+        record(g, "pre_transformer_out", x);
+
+        static const char * up_names[][2] = {{"upsample_0_transconv", "upsample_0_convnext"},
+                                              {"upsample_1_transconv", "upsample_1_convnext"}};
+        for (size_t u = 0; u < upsample.size(); ++u) {
+            x = convnext(g, upsample[u], x, u < 2 ? up_names[u][0] : nullptr);
+            if (u < 2) record(g, up_names[u][1], x);
+        }
+        x = causal_conv(g, voc_in, x);
+        record(g, "decoder_0_conv_in", x);
+        static const char * block_names[] = {"decoder_1_block", "decoder_2_block", "decoder_3_block", "decoder_4_block"};
+        for (size_t b = 0; b < blocks.size(); ++b) {
+            const auto & blk = blocks[b];
+            x = causal_tconv(g, blk.up, snake(g, blk.snake, x));
+            for (const auto & r : blk.res) {
+                ggml_tensor * y = causal_conv(g, r.conv1, snake(g, r.snake1, x));
+                y = causal_conv(g, r.conv2, snake(g, r.snake2, y));
+                x = ggml_add(g.ctx, x, y);
+            }
+            if (b < 4) record(g, block_names[b], x);
+        }
+        x = snake(g, snake_out, x);
+        record(g, "decoder_5_snake", x);
+        x = causal_conv(g, voc_out, x);
+        record(g, "wav_preclamp", x);
+        if (g.stages) x = ggml_cont(g.ctx, x);   // ggml_clamp works in place: keep the recorded stage intact
+        x = ggml_clamp(g.ctx, x, -1.0f, 1.0f);
+        record(g, "wav", x);
+        if (state_cursor != state.size()) throw std::logic_error("speech decoder: state bookkeeping mismatch");
+        return x;
+    }
+
+    // ---- running ----------------------------------------------------------------------------
+    void check_codes(const int32_t * codes, int64_t n_frames) const {
+        for (int64_t i = 0; i < n_frames * hp.n_quantizers; ++i) {
+            if (codes[i] < 0 || codes[i] >= hp.codebook_size) {
+                throw std::invalid_argument("code " + std::to_string(codes[i]) + " at frame " +
+                                            std::to_string(i / hp.n_quantizers) + ", codebook " +
+                                            std::to_string(i % hp.n_quantizers) + " is outside [0, " +
+                                            std::to_string(hp.codebook_size) + ")");
+            }
+        }
+    }
+
+    // Decodes n frames with the current state; appends their audio to `out` (if non-null).
+    void run(const int32_t * codes, int64_t n, std::vector<float> * out, std::map<std::string, stage_output> * stages) {
+        const size_t meta = ggml_tensor_overhead() * k_graph_size + ggml_graph_overhead_custom(k_graph_size, false);
+        ggml_init_params params{meta, nullptr, true};
+        ggml_context * ctx = ggml_init(params);
+        ggml_cgraph * gf = ggml_new_graph_custom(ctx, k_graph_size, false);
+        std::map<std::string, ggml_tensor *> stage_tensors;
+        graph_ctx g{ctx, gf, stages ? &stage_tensors : nullptr};
+
+        ggml_tensor * t_codes = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, n, hp.n_quantizers);
+        ggml_tensor * t_pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
+        const int64_t since_first_key = ((position - kv_ctx) % k_kv_align + k_kv_align) % k_kv_align;
+        kv_lead = kv_ctx + since_first_key;
+        kv_padded = (kv_lead + n + k_kv_align - 1) / k_kv_align * k_kv_align;
+        ggml_tensor * t_mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, kv_padded, n);
+        for (ggml_tensor * t : {t_codes, t_pos, t_mask}) ggml_set_input(t);
+        ggml_tensor * wav = build(g, t_codes, t_pos, t_mask);
+        ggml_set_output(wav);
+        ggml_build_forward_expand(gf, wav);
+        for (auto & [name, t] : stage_tensors) ggml_build_forward_expand(gf, t);
+
+        if (!ggml_gallocr_alloc_graph(galloc, gf)) {
+            ggml_free(ctx);
+            throw std::runtime_error("cannot allocate the speech decoder's compute buffer");
+        }
+        std::vector<int32_t> by_codebook(size_t(n) * hp.n_quantizers);   // frame-major -> codebook-major
+        for (int64_t i = 0; i < n; ++i) {
+            for (int q = 0; q < hp.n_quantizers; ++q) by_codebook[size_t(q) * n + i] = codes[i * hp.n_quantizers + q];
+        }
+        ggml_backend_tensor_set(t_codes, by_codebook.data(), 0, ggml_nbytes(t_codes));
+        std::vector<int32_t> pos(n);
+        for (int64_t i = 0; i < n; ++i) pos[i] = int32_t(position + i);
+        ggml_backend_tensor_set(t_pos, pos.data(), 0, ggml_nbytes(t_pos));
+        // key j holds position (position - kv_lead + j); query i sees keys within the window,
+        // never before 0 and never the padding
+        std::vector<float> mask(size_t(kv_padded) * n);
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t qp = position + i;
+            for (int64_t j = 0; j < kv_padded; ++j) {
+                const int64_t kp = position - kv_lead + j;
+                const bool ok = j < kv_lead + n && kp >= 0 && kp <= qp && qp - kp < hp.sliding_window;
+                mask[size_t(i) * kv_padded + j] = ok ? 0.0f : -INFINITY;
+            }
+        }
+        ggml_backend_tensor_set(t_mask, mask.data(), 0, ggml_nbytes(t_mask));
+
+        const ggml_status status = ggml_backend_graph_compute(backend, gf);
+        if (status != GGML_STATUS_SUCCESS) {
+            ggml_free(ctx);
+            throw std::runtime_error("speech decoder graph failed");
+        }
+        if (out) {
+            const size_t before = out->size();
+            out->resize(before + size_t(ggml_nelements(wav)));
+            ggml_backend_tensor_get(wav, out->data() + before, 0, ggml_nbytes(wav));
+        }
+        for (auto & [name, t] : stage_tensors) {
+            stage_output so;
+            so.values.resize(ggml_nelements(t));
+            so.channels = t->ne[0];
+            ggml_backend_tensor_get(t, so.values.data(), 0, ggml_nbytes(t));
+            (*stages)[name] = std::move(so);
+        }
+        ggml_free(ctx);
+        position += n;
+    }
+
+    void remember(const int32_t * codes, int64_t n) {
+        const size_t q = size_t(hp.n_quantizers);
+        history.insert(history.end(), codes, codes + n * q);
+        const size_t keep = size_t(opt.left_context) * q;
+        if (history.size() > keep) history.erase(history.begin(), history.end() - keep);
+    }
+
+    std::vector<float> push(const int32_t * codes, int64_t n_frames) {
+        if (n_frames < 0) throw std::invalid_argument("negative frame count");
+        check_codes(codes, n_frames);
+        std::vector<float> out;
+        out.reserve(size_t(n_frames) * hp.samples_per_frame);
+        int64_t i = 0;
+        while (i < n_frames) {
+            // (each pass decodes at least one frame, so a boundary restarts once)
+            if (opt.reference_chunking && total_frames > 0 && total_frames % opt.chunk_frames == 0) {
+                // the reference starts a new chunk here: fresh state, warmed up on the last frames
+                clear_state();
+                const int64_t warm = int64_t(history.size()) / hp.n_quantizers;
+                for (int64_t w0 = 0; w0 < warm; w0 += opt.max_graph_frames) {
+                    run(history.data() + w0 * hp.n_quantizers, std::min<int64_t>(opt.max_graph_frames, warm - w0), nullptr, nullptr);
+                }
+            }
+            int64_t m = std::min<int64_t>(n_frames - i, opt.max_graph_frames);
+            if (opt.reference_chunking) m = std::min<int64_t>(m, opt.chunk_frames - total_frames % opt.chunk_frames);
+            const int32_t * c = codes + i * hp.n_quantizers;
+            run(c, m, &out, nullptr);
+            remember(c, m);
+            total_frames += m;
+            i += m;
+        }
+        return out;
+    }
+
+    void reset() {
+        clear_state();
+        total_frames = 0;
+        history.clear();
+    }
+};
+
+speech_decoder_stream::speech_decoder_stream(const model & m, const speech_decoder_options & options)
+    : p_(std::make_unique<impl>(m, options)) {}
+
+speech_decoder_stream::~speech_decoder_stream() = default;
+
+std::vector<float> speech_decoder_stream::push(const int32_t * codes, int64_t n_frames) { return p_->push(codes, n_frames); }
+void speech_decoder_stream::reset() { p_->reset(); }
+int64_t speech_decoder_stream::frames_decoded() const { return p_->total_frames; }
+int speech_decoder_stream::samples_per_frame() const { return p_->hp.samples_per_frame; }
+int speech_decoder_stream::n_quantizers() const { return p_->hp.n_quantizers; }
+
+std::map<std::string, speech_decoder_stream::stage_output> speech_decoder_stream::decode_stages(
+    const int32_t * codes, int64_t n_frames) {
+    p_->check_codes(codes, n_frames);
+    p_->reset();
+    std::map<std::string, stage_output> stages;
+    p_->run(codes, n_frames, nullptr, &stages);
+    p_->reset();
+    return stages;
+}
+
+}  // namespace kazeia
