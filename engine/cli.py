@@ -10,7 +10,8 @@ from pathlib import Path
 
 def _cmd_convert(args) -> int:
     from .convert import convert
-    report = convert(args.hf_dir, args.output, out_type=args.type, progress=not args.quiet)
+    report = convert(args.hf_dir, args.output, out_type=args.type, progress=not args.quiet,
+                     decoder_type=args.decoder_type)
     types = ", ".join(f"{n} {t}" for t, n in sorted(report.types.items()))
     print(f"wrote {report.path}: {report.n_tensors} tensors ({types}), {report.n_params / 1e6:.1f} M parameters, "
           f"{report.consumed} source tensors consumed, {report.ignored} ignored, {report.seconds:.1f} s")
@@ -21,7 +22,7 @@ def _cmd_random(args) -> int:
     from .model_file import open_model
     from .random_model import make_random_model
     path = make_random_model(args.output, size=args.size, variant=args.variant, seed=args.seed,
-                             out_type=args.type, progress=not args.quiet)
+                             out_type=args.type, progress=not args.quiet, decoder_type=args.decoder_type)
     print(open_model(path).info.summary())
     return 0
 
@@ -40,6 +41,47 @@ def _cmd_info(args) -> int:
     return 0
 
 
+def _cmd_decode(args) -> int:
+    import time
+
+    import numpy as np
+
+    from .audio_io import write_audio
+    from .demo import resolve_model
+    from .model_file import open_model
+    from .speech_decoder import SpeechDecoder
+    model = open_model(resolve_model(args.model))
+    try:
+        codes = np.load(args.codes, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{args.codes}: cannot read codes ({e})") from None
+    decoder = SpeechDecoder(model, threads=args.threads, reference_chunking=not args.one_pass)
+    start = time.perf_counter()
+    if args.stream:
+        stream = decoder.stream()
+        pieces, first = [], None
+        for i in range(len(codes)):
+            pieces.append(stream.push(codes[i:i + 1]))
+            first = first or time.perf_counter() - start
+        audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+    else:
+        audio = decoder.decode(codes)
+    seconds = time.perf_counter() - start
+    write_audio(args.output, audio, model.info.sample_rate)
+    frames = len(codes)
+    line = (f"wrote {args.output}: {frames} frames, {len(audio) / model.info.sample_rate:.2f} s of audio; "
+            f"decoder {1000 * seconds / max(frames, 1):.1f} ms per frame, RTF {seconds / max(frames * 0.08, 1e-9):.2f}")
+    if args.stream and first is not None:
+        line += f", first audio after {1000 * first:.1f} ms"
+    print(line)
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    from .bench import main_bench
+    return main_bench(args)
+
+
 def _cmd_devices(args) -> int:
     from kazeia import _native
     devices = _native.devices()
@@ -54,7 +96,7 @@ def _cmd_devices(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .gguf_file import FILE_TYPES
+    from .gguf_file import FILE_TYPES, HALF_OR_F32
     from .random_model import SIZES, VARIANTS
     p = argparse.ArgumentParser(prog="kazeia", description="Kazeia: local Qwen3-TTS speech synthesis on ggml")
     sub = p.add_subparsers(dest="command", required=True)
@@ -65,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--type", choices=FILE_TYPES, default="f16",
                    help="storage of large talker/code-predictor matrices (norms, codebooks stay f32; "
                         "decoder and encoders f16 unless f32)")
+    c.add_argument("--decoder-type", choices=HALF_OR_F32, default=None,
+                   help="speech decoder and encoder weights (default: f32 for --type f32, else f16)")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=_cmd_convert)
 
@@ -74,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--variant", choices=VARIANTS, default="custom_voice")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--type", choices=FILE_TYPES, default=None, help="default q8_0 (tiny: 5 MB)")
+    r.add_argument("--decoder-type", choices=HALF_OR_F32, default=None)
     r.add_argument("-q", "--quiet", action="store_true")
     r.set_defaults(func=_cmd_random)
 
@@ -81,6 +126,28 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("model", help='a GGUF file, or "demo" for the bundled demo model')
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=_cmd_info)
+
+    dc = sub.add_parser("decode", help="decode codes [frames, 16] (.npy) into audio")
+    dc.add_argument("--model", required=True, help='a GGUF file, or "demo"')
+    dc.add_argument("--codes", required=True, help=".npy file of integer codes, shape [frames, 16]")
+    dc.add_argument("-o", "--output", required=True, help="output .wav (float) or .flac")
+    dc.add_argument("--stream", action="store_true", help="decode frame by frame, as during generation")
+    dc.add_argument("--one-pass", action="store_true",
+                    help="no 300-frame chunk restarts (the reference restarts; this differs after 24 s)")
+    dc.add_argument("--threads", type=int, default=None)
+    dc.set_defaults(func=_cmd_decode)
+
+    b = sub.add_parser("bench", help="benchmark on full-size random weights (JSON)")
+    b.add_argument("--stage", choices=["decoder"], default="decoder")
+    b.add_argument("--size", choices=["0.6b", "1.7b"], default="0.6b")
+    b.add_argument("--frames", type=int, default=50)
+    b.add_argument("--threads", type=int, default=None)
+    b.add_argument("--decoder-type", choices=HALF_OR_F32, default="f32")
+    b.add_argument("--model", default=None, help="benchmark this file instead of a cached random model")
+    b.add_argument("--no-reference", action="store_true", help="skip the PyTorch reference")
+    b.add_argument("--json", default=None, help="also write the result to this file")
+    b.add_argument("-q", "--quiet", action="store_true")
+    b.set_defaults(func=_cmd_bench)
 
     d = sub.add_parser("devices", help="list ggml devices")
     d.add_argument("--json", action="store_true")

@@ -78,7 +78,7 @@ def _check_sources(tensors: SafetensorsFolder, specs: list[dict], metadata: dict
 
 
 def convert(hf_dir: str | os.PathLike, out_path: str | os.PathLike, out_type: str = "f16",
-            progress: bool = True) -> ConversionReport:
+            progress: bool = True, decoder_type: str | None = None) -> ConversionReport:
     start = time.perf_counter()
     ckpt = Checkpoint.open(hf_dir)
     try:
@@ -95,7 +95,7 @@ def convert(hf_dir: str | os.PathLike, out_path: str | os.PathLike, out_type: st
             ckpt.tokenizer_files["tokenizer_config.json"])
         md[P + "source.tensors"] = consumed
         md[P + "source.ignored"] = ignored
-        plans = [TensorPlan(s["name"], list(s["shape"]), storage_type(s["storage"], out_type, s["shape"]),
+        plans = [TensorPlan(s["name"], list(s["shape"]), storage_type(s["storage"], out_type, s["shape"], decoder_type),
                             _producer(ckpt.tensors, s)) for s in specs]
         write_model_file(out_path, md, plans, progress=progress, label=f"convert {Path(hf_dir).name}")
     finally:

@@ -26,16 +26,23 @@ _GGML_TYPE = {"f32": gguf.GGMLQuantizationType.F32, "f16": gguf.GGMLQuantization
               "q4_k": gguf.GGMLQuantizationType.Q4_K}
 
 
-def storage_type(storage: str, requested: str, shape: list[int]) -> str:
+HALF_OR_F32 = ("f32", "f16", "bf16")
+
+
+def storage_type(storage: str, requested: str, shape: list[int], decoder_type: str | None = None) -> str:
     """The type a tensor is stored in: precision-sensitive roles stay f32, decoder and encoder
-    weights are never quantised (f16 unless the file is f32), and a quantised type falls back
-    when a row length is not a multiple of its block size."""
+    weights are never quantised (`decoder_type`, by default f16 unless the file is f32), and a
+    quantised type falls back when a row length is not a multiple of its block size."""
     if requested not in _FALLBACK:
         raise ValueError(f"unknown type {requested!r}; choose one of {', '.join(FILE_TYPES)}")
-    if storage == "f32" or requested == "f32":
+    if decoder_type is not None and decoder_type not in HALF_OR_F32:
+        raise ValueError(f"decoder weights are stored as f32, f16 or bf16, not {decoder_type!r}")
+    if storage == "f32":
         return "f32"
     if storage == "half_or_f32":
-        return "f16"
+        return decoder_type or ("f32" if requested == "f32" else "f16")
+    if requested == "f32":
+        return "f32"
     for t in _FALLBACK[requested]:
         if shape[-1] % _native.type_block_size(t) == 0:
             return t

@@ -164,7 +164,8 @@ def _random_values(name: str, shape: list[int], transform: str, seed: int) -> np
 
 
 def make_random_model(out_path: str | os.PathLike, size: str = "tiny", variant: str = "custom_voice",
-                      seed: int = 0, out_type: str | None = None, progress: bool = True) -> Path:
+                      seed: int = 0, out_type: str | None = None, progress: bool = True,
+                      decoder_type: str | None = None) -> Path:
     out_type = out_type or "q8_0"
     tok, ids, text_vocab = demo_tokenizer(None if size == "tiny" else REAL_TEXT_VOCAB)
     special = dict(im_start_token_id=ids["<|im_start|>"], im_end_token_id=ids["<|im_end|>"],
@@ -182,7 +183,7 @@ def make_random_model(out_path: str | os.PathLike, size: str = "tiny", variant: 
     md["tokenizer.huggingface.json"] = tok.to_str()
     md[P + "source.tensors"] = []
     md[P + "source.ignored"] = []
-    plans = [TensorPlan(s["name"], list(s["shape"]), storage_type(s["storage"], out_type, s["shape"]),
+    plans = [TensorPlan(s["name"], list(s["shape"]), storage_type(s["storage"], out_type, s["shape"], decoder_type),
                         (lambda s=s: _random_values(s["name"], list(s["shape"]), s["transform"], seed)))
              for s in specs]
     write_model_file(out_path, md, plans, progress=progress, label=f"random {size} {variant}")

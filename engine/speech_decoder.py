@@ -26,15 +26,14 @@ class DecoderStream:
     """Feed frames as they are generated; get the audio they determine. The concatenated output
     equals `SpeechDecoder.decode` of all frames, whatever the feeding pattern."""
 
-    def __init__(self, model: ModelFile, threads: int | None = None, reference_chunking: bool = True,
-                 max_graph_frames: int = 24):
-        hp = model.info.hparams["decoder"]
+    def __init__(self, decoder: "SpeechDecoder", max_graph_frames: int = 24):
+        hp = decoder.model.info.hparams["decoder"]
         self._n_q, self._cb = hp["num_quantizers"], hp["codebook_size"]
-        self.sample_rate = model.info.sample_rate
-        self._native = _native.SpeechDecoderStream(model.native, threads or default_threads(),
-                                                   reference_chunking=reference_chunking,
+        self.sample_rate = decoder.model.info.sample_rate
+        self._native = _native.SpeechDecoderStream(decoder._native, decoder.threads,
+                                                   reference_chunking=decoder.reference_chunking,
                                                    max_graph_frames=max_graph_frames)
-        self._model = model   # keeps the weights mapped while the stream lives
+        self._decoder = decoder   # keeps the weights alive while the stream lives
 
     @property
     def samples_per_frame(self) -> int:
@@ -59,12 +58,18 @@ class SpeechDecoder:
         self.model = model
         self.threads = threads or default_threads()
         self.reference_chunking = reference_chunking
+        self._native = _native.SpeechDecoder(model.native)   # weights prepared once, shared by streams
+        self._offline: DecoderStream | None = None
 
     def stream(self) -> DecoderStream:
-        return DecoderStream(self.model, self.threads, self.reference_chunking)
+        return DecoderStream(self)
 
     def decode(self, codes) -> np.ndarray:
-        return self.stream().push(codes)
+        """All frames of one utterance (the offline stream is reused: no per-call setup)."""
+        if self._offline is None:
+            self._offline = self.stream()
+        self._offline.reset()
+        return self._offline.push(codes)
 
     def stages(self, codes) -> dict[str, np.ndarray]:
         """Every stage's output [time, channels] (for parity checks), decoded in one pass."""

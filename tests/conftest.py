@@ -36,3 +36,20 @@ def converted(tmp_path_factory):
             cache[key] = path
         return cache[key]
     return get
+
+
+_MEASUREMENTS: list[str] = []
+
+
+@pytest.fixture
+def report():
+    """report("f16 vs f32: ...") - lines printed in the summary of every run (numbers a reader
+    of CI output should see, e.g. precision of quantised weights)."""
+    return _MEASUREMENTS.append
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _MEASUREMENTS:
+        terminalreporter.section("Kazeia measurements")
+        for line in _MEASUREMENTS:
+            terminalreporter.write_line(line)

@@ -48,3 +48,44 @@ def test_errors_are_messages_not_tracebacks(tmp_path):
     assert "error:" in r.stderr and "Traceback" not in r.stderr
     r = kazeia("convert", tmp_path / "nothing", "-o", tmp_path / "x.gguf")
     assert r.returncode == 2 and "not a folder" in r.stderr
+
+
+def test_decode_offline_and_streamed_agree(tmp_path, converted):
+    import numpy as np
+    import soundfile
+    from goldens import GOLDEN
+    g = np.load(GOLDEN / "cv_vivian_english_nonstream.npz")
+    np.save(tmp_path / "codes.npy", g["codes"])
+    model = converted("custom_voice", "f32")
+    for flag, name in (("", "offline.wav"), ("--stream", "stream.wav")):
+        args = ["decode", "--model", model, "--codes", tmp_path / "codes.npy", "-o", tmp_path / name,
+                "--threads", "1"] + ([flag] if flag else [])
+        r = kazeia(*args)
+        assert r.returncode == 0, r.stderr
+        assert "ms per frame" in r.stdout
+    a, sr = soundfile.read(tmp_path / "offline.wav", dtype="float32")
+    b, _ = soundfile.read(tmp_path / "stream.wav", dtype="float32")
+    assert sr == 24000 and a.shape == g["wav"].shape
+    assert np.array_equal(a, b)
+    assert float(np.abs(a - g["wav"]).max()) <= 1e-4
+
+
+def test_decode_rejects_bad_codes(tmp_path, converted):
+    import numpy as np
+    np.save(tmp_path / "bad.npy", np.full((3, 16), 4096))
+    r = kazeia("decode", "--model", converted("custom_voice"), "--codes", tmp_path / "bad.npy", "-o", tmp_path / "x.wav")
+    assert r.returncode == 2 and "outside [0, 2048)" in r.stderr
+    np.save(tmp_path / "shape.npy", np.zeros((16, 3), np.int64))
+    r = kazeia("decode", "--model", converted("custom_voice"), "--codes", tmp_path / "shape.npy", "-o", tmp_path / "x.wav")
+    assert r.returncode == 2 and "[frames, 16]" in r.stderr
+    assert not (tmp_path / "x.wav").exists()
+
+
+def test_bench_decoder_smoke(tmp_path, converted):
+    out = tmp_path / "bench.json"
+    r = kazeia("bench", "--stage", "decoder", "--model", converted("custom_voice"), "--frames", "3", "--threads", "1",
+               "--no-reference", "--json", out)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    assert result["frames"] == 3 and result["kazeia"]["offline_ms_per_frame"] > 0
+    assert result["kazeia"]["stream_ms_per_frame_mean"] > 0

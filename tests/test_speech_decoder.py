@@ -25,20 +25,20 @@ def stage_codes():
     return STAGES["codes"][0].T.astype(np.int32)   # [frames, 16]
 
 
-def test_every_stage_matches_the_reference(model32):
+def test_every_stage_matches_the_reference(model32, report):
     ours = SpeechDecoder(model32, threads=2).stages(stage_codes())
     names = [k for k in STAGES.files if k != "codes"]
     assert len(names) >= 15
-    report = []
+    errors = []
     for name in names:
         ref = STAGES[name][0]
         ref = ref if name.startswith("pre_transformer") else ref.T   # ours: [time, channels]
         assert name in ours, name
         assert ours[name].shape == ref.shape, name
         err = float(np.abs(ours[name] - ref).max())
-        report.append(f"{name}: {err:.2e}")
+        errors.append(f"{name} {err:.1e}")
         assert err <= TOL * max(1.0, float(np.abs(ref).max())), name
-    print("\n".join(report))
+    report("decoder stages vs reference (max abs): " + ", ".join(errors))
 
 
 def test_generated_case_waveforms(model32):
@@ -49,7 +49,7 @@ def test_generated_case_waveforms(model32):
         assert float(np.abs(wav - g["wav"]).max()) <= TOL, case
 
 
-def test_long_decode_reproduces_reference_chunking(model32):
+def test_long_decode_reproduces_reference_chunking(model32, report):
     """400 frames: the reference decodes 300-frame chunks restarted with 25 frames of context."""
     codes = LONG["codes"]
     chunked = SpeechDecoder(model32, threads=2).decode(codes)
@@ -60,7 +60,7 @@ def test_long_decode_reproduces_reference_chunking(model32):
     assert float(np.abs(one_pass - LONG["wav_full"]).max()) <= TOL
     # the chunking is really exercised: the two references differ after frame 300
     assert float(np.abs(LONG["wav_chunked"] - LONG["wav_full"])[300 * 1920:].max()) > 100 * TOL
-    print(f"chunked max abs error {err:.2e}")
+    report(f"decoder 400 frames, 300/25 chunked, vs reference: max abs {err:.2e}")
 
 
 def feed(stream, codes, sizes):
@@ -103,12 +103,12 @@ def test_stream_reset_starts_a_new_utterance(model32):
     assert np.array_equal(stream.push(codes), first)
 
 
-def test_f16_weights_stay_close(converted, model32):
+def test_f16_weights_stay_close(converted, model32, report):
     codes = LONG["codes"][:120]
     ref = SpeechDecoder(model32, threads=2).decode(codes)
     half = SpeechDecoder(open_model(converted("custom_voice", "f16")), threads=2).decode(codes)
     err = float(np.abs(half - ref).max())
-    print(f"f16 vs f32 decoder: max abs {err:.2e}, rms {float(np.sqrt(np.mean((half - ref) ** 2))):.2e}")
+    report(f"decoder f16 vs f32 weights: max abs {err:.2e}, rms {float(np.sqrt(np.mean((half - ref) ** 2))):.2e}")
     assert err < 5e-2
 
 
@@ -127,3 +127,20 @@ def test_invalid_codes_are_rejected(model32):
     stream = dec.stream()
     with pytest.raises(ValueError, match="outside"):
         stream._native.push(np.full((1, 16), 5000, np.int32))
+
+
+def test_bf16_decoder_option(tmp_path, report):
+    """bf16 decoder weights (fastest on CPUs with AVX512-BF16) load and stay recognisably close."""
+    from kazeia.engine import convert
+    from goldens import checkpoint_dir
+    path = tmp_path / "bf16dec.gguf"
+    convert(checkpoint_dir("custom_voice"), path, out_type="f32", decoder_type="bf16", progress=False)
+    model = open_model(path)
+    assert model.native.tensor_type("dec.voc.blk.0.tconv.weight") == "bf16"
+    assert model.native.tensor_type("dec.voc.blk.0.snake.alpha") == "f32"
+    codes = LONG["codes"][:60]
+    ref = LONG["wav_chunked"][:60 * 1920]
+    wav = SpeechDecoder(model, threads=2).decode(codes)
+    snr = 10 * np.log10(np.mean(ref ** 2) / np.mean((wav - ref) ** 2))
+    report(f"decoder bf16 weights: SNR {snr:.1f} dB vs the reference waveform")
+    assert snr > 30

@@ -23,21 +23,29 @@ const int32_t * frames_of(const codes_array & codes, int n_quantizers, int64_t &
 }  // namespace
 
 void register_decoder(py::module_ & m) {
+    py::class_<speech_decoder, std::shared_ptr<speech_decoder>>(m, "SpeechDecoder")
+        .def(py::init([](const model & mdl) {
+                 py::gil_scoped_release release;
+                 return std::make_shared<speech_decoder>(mdl);
+             }),
+             py::arg("model"), py::keep_alive<1, 2>(),
+             "The model's decoder weights, prepared once (kernels rearranged, Snake exponentials)");
+
     py::class_<speech_decoder_stream>(m, "SpeechDecoderStream")
-        .def(py::init([](const model & mdl, int n_threads, bool reference_chunking, int chunk_frames,
-                         int left_context, int max_graph_frames) {
+        .def(py::init([](std::shared_ptr<speech_decoder> decoder, int n_threads, bool reference_chunking, int chunk_frames,
+                         int left_context, int max_graph_frames, bool profile) {
                  speech_decoder_options o;
                  o.n_threads = n_threads;
                  o.reference_chunking = reference_chunking;
                  o.chunk_frames = chunk_frames;
                  o.left_context = left_context;
                  o.max_graph_frames = max_graph_frames;
+                 o.profile = profile;
                  py::gil_scoped_release release;
-                 return std::make_unique<speech_decoder_stream>(mdl, o);
+                 return std::make_unique<speech_decoder_stream>(std::move(decoder), o);
              }),
-             py::arg("model"), py::arg("n_threads") = 1, py::arg("reference_chunking") = true,
-             py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 24,
-             py::keep_alive<1, 2>())
+             py::arg("decoder"), py::arg("n_threads") = 1, py::arg("reference_chunking") = true,
+             py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 24, py::arg("profile") = false)
         .def("push", [](speech_decoder_stream & s, const codes_array & codes) {
             int64_t n = 0;
             const int32_t * data = frames_of(codes, s.n_quantizers(), n);
@@ -51,6 +59,7 @@ void register_decoder(py::module_ & m) {
             return out;
         }, py::arg("codes"), "Decode frames [n, 16]; returns the n * samples_per_frame samples they determine")
         .def("reset", &speech_decoder_stream::reset)
+        .def("profile", &speech_decoder_stream::profile, "seconds per <stage>/<op> (profile=True)")
         .def_property_readonly("frames_decoded", &speech_decoder_stream::frames_decoded)
         .def_property_readonly("samples_per_frame", &speech_decoder_stream::samples_per_frame)
         .def_property_readonly("n_quantizers", &speech_decoder_stream::n_quantizers)

@@ -23,11 +23,29 @@ struct speech_decoder_options {
     int chunk_frames = 300;
     int left_context = 25;
     int max_graph_frames = 24;        // frames per graph launch (bounds the compute buffer)
+    bool profile = false;             // time every node (slow: one launch per node); see profile()
+};
+
+// The decoder's weights, bound and rearranged for its graphs once per model; any number of
+// streams share them.
+class speech_decoder {
+public:
+    explicit speech_decoder(const model & m);
+    ~speech_decoder();
+    speech_decoder(const speech_decoder &) = delete;
+    speech_decoder & operator=(const speech_decoder &) = delete;
+
+    struct weights;
+    const weights & prepared() const;
+    const model & source() const;
+
+private:
+    std::unique_ptr<weights> w_;
 };
 
 class speech_decoder_stream {
 public:
-    speech_decoder_stream(const model & m, const speech_decoder_options & options);
+    speech_decoder_stream(std::shared_ptr<const speech_decoder> decoder, const speech_decoder_options & options);
     ~speech_decoder_stream();
     speech_decoder_stream(const speech_decoder_stream &) = delete;
     speech_decoder_stream & operator=(const speech_decoder_stream &) = delete;
@@ -48,6 +66,9 @@ public:
     // For parity tests: decode from a fresh state in one graph and return every stage's output
     // by the reference's stage names. Leaves the stream reset.
     std::map<std::string, stage_output> decode_stages(const int32_t * codes, int64_t n_frames);
+
+    // With options.profile: seconds spent per "<stage it follows>/<op>" since construction.
+    std::map<std::string, double> profile() const;
 
 private:
     struct impl;

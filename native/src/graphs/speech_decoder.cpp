@@ -18,6 +18,7 @@
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "runtime/derived_weights.h"
+#include "runtime/snake.h"
 
 namespace kazeia {
 namespace {
@@ -80,13 +81,9 @@ struct voc_block_w {
 
 }  // namespace
 
-struct speech_decoder_stream::impl {
-    using stage_output = speech_decoder_stream::stage_output;
+struct speech_decoder::weights {
     const model & m;
     const speech_decoder_hparams & hp;
-    speech_decoder_options opt;
-
-    // ---- weights -------------------------------------------------------------------------
     derived_weights derived{1024};
     std::vector<ggml_tensor *> codebooks;
     ggml_tensor *first_proj = nullptr, *rest_proj = nullptr;
@@ -99,47 +96,12 @@ struct speech_decoder_stream::impl {
     snake_w snake_out;
     conv_w voc_out;
 
-    // ---- streaming state: one context tensor per history the network looks back at ---------
-    ggml_context * state_ctx = nullptr;
-    ggml_backend_buffer_t state_buf = nullptr;
-    std::vector<ggml_tensor *> state;   // in graph-building order
-    size_t state_cursor = 0;
-    int kv_ctx = 0;                     // attention keys a query looks back at: sliding_window - 1
-    int64_t kv_keep = 0;                // keys kept between calls: kv_ctx + alignment slack
-    int64_t kv_lead = 0;                // keys before this call's first frame used by this call
-    int64_t kv_padded = 0;              // key axis length of this call (multiple of k_kv_align)
-    int64_t position = 0;               // position of the next frame since the last restart
-    int64_t total_frames = 0;           // frames decoded since reset()
-    std::vector<int32_t> history;       // last left_context frames (reference chunking replays them)
 
-    ggml_backend_t backend = nullptr;
-    ggml_gallocr_t galloc = nullptr;
-
-    impl(const model & model_, const speech_decoder_options & o) : m(model_), hp(model_.hparams().decoder), opt(o) {
-        if (opt.n_threads < 1) throw std::invalid_argument("n_threads must be at least 1");
-        if (opt.chunk_frames <= opt.left_context || opt.left_context < 0) {
-            throw std::invalid_argument("chunk_frames must exceed left_context >= 0");
-        }
-        if (opt.max_graph_frames < 1) throw std::invalid_argument("max_graph_frames must be at least 1");
+    explicit weights(const model & model_) : m(model_), hp(model_.hparams().decoder) {
         bind_weights();
         derived.allocate();
-        kv_ctx = hp.sliding_window - 1;
-        kv_keep = kv_ctx + k_kv_align - 1;
-        build_state();
-        backend = ggml_backend_cpu_init();
-        if (!backend) throw std::runtime_error("cannot start the CPU backend");
-        ggml_backend_cpu_set_n_threads(backend, opt.n_threads);
-        galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
     }
 
-    ~impl() {
-        if (galloc) ggml_gallocr_free(galloc);
-        if (backend) ggml_backend_free(backend);
-        if (state_buf) ggml_backend_buffer_free(state_buf);
-        if (state_ctx) ggml_free(state_ctx);
-    }
-
-    // ---------------------------------------------------------------------------------------
     ggml_tensor * w(const std::string & name) const {
         ggml_tensor * t = m.tensor(name);
         if (!t) throw model_error("speech decoder: missing tensor " + name);
@@ -247,6 +209,54 @@ struct speech_decoder_stream::impl {
         voc_out = bind_conv("dec.voc.conv_out", 1);
     }
 
+};
+
+struct speech_decoder_stream::impl {
+    using stage_output = speech_decoder_stream::stage_output;
+    std::shared_ptr<const speech_decoder> owner;   // keeps the weights alive
+    const speech_decoder::weights & W;
+    const speech_decoder_hparams & hp;
+    speech_decoder_options opt;
+
+    // ---- streaming state: one context tensor per history the network looks back at ---------
+    ggml_context * state_ctx = nullptr;
+    ggml_backend_buffer_t state_buf = nullptr;
+    std::vector<ggml_tensor *> state;   // in graph-building order
+    size_t state_cursor = 0;
+    int kv_ctx = 0;                     // attention keys a query looks back at: sliding_window - 1
+    int64_t kv_keep = 0;                // keys kept between calls: kv_ctx + alignment slack
+    int64_t kv_lead = 0;                // keys before this call's first frame used by this call
+    int64_t kv_padded = 0;              // key axis length of this call (multiple of k_kv_align)
+    int64_t position = 0;               // position of the next frame since the last restart
+    int64_t total_frames = 0;           // frames decoded since reset()
+    std::vector<int32_t> history;       // last left_context frames (reference chunking replays them)
+
+    ggml_backend_t backend = nullptr;
+    ggml_gallocr_t galloc = nullptr;
+
+    impl(std::shared_ptr<const speech_decoder> decoder, const speech_decoder_options & o)
+        : owner(std::move(decoder)), W(owner->prepared()), hp(W.hp), opt(o) {
+        if (opt.n_threads < 1) throw std::invalid_argument("n_threads must be at least 1");
+        if (opt.chunk_frames <= opt.left_context || opt.left_context < 0) {
+            throw std::invalid_argument("chunk_frames must exceed left_context >= 0");
+        }
+        if (opt.max_graph_frames < 1) throw std::invalid_argument("max_graph_frames must be at least 1");
+        kv_ctx = hp.sliding_window - 1;
+        kv_keep = kv_ctx + k_kv_align - 1;
+        build_state();
+        backend = ggml_backend_cpu_init();
+        if (!backend) throw std::runtime_error("cannot start the CPU backend");
+        ggml_backend_cpu_set_n_threads(backend, opt.n_threads);
+        galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
+    }
+
+    ~impl() {
+        if (galloc) ggml_gallocr_free(galloc);
+        if (backend) ggml_backend_free(backend);
+        if (state_buf) ggml_backend_buffer_free(state_buf);
+        if (state_ctx) ggml_free(state_ctx);
+    }
+
     // ---- state ----------------------------------------------------------------------------
     // Context sizes in the same order the graph consumes them.
     std::vector<std::pair<int64_t, int64_t>> state_shapes() const {
@@ -254,22 +264,22 @@ struct speech_decoder_stream::impl {
         auto conv_ctx = [&](const conv_w & c) {
             if (c.k > 1) s.push_back({c.c_in, int64_t(c.k - 1) * c.dilation});
         };
-        conv_ctx(pre_conv);
+        conv_ctx(W.pre_conv);
         const int64_t kv_dim = int64_t(hp.tfm.n_kv_heads) * hp.tfm.head_dim;
-        for (size_t i = 0; i < layers.size(); ++i) {
+        for (size_t i = 0; i < W.layers.size(); ++i) {
             s.push_back({kv_dim, kv_keep});   // keys (after RoPE)
             s.push_back({kv_dim, kv_keep});   // values
         }
-        for (const auto & u : upsample) {
+        for (const auto & u : W.upsample) {
             if (u.up.k > u.up.stride) s.push_back({u.up.c_in, 1});
             s.push_back({u.up.c_out, 6});   // depthwise k = 7
         }
-        conv_ctx(voc_in);
-        for (const auto & b : blocks) {
+        conv_ctx(W.voc_in);
+        for (const auto & b : W.blocks) {
             if (b.up.k > b.up.stride) s.push_back({b.up.c_in, 1});
             for (const auto & r : b.res) conv_ctx(r.conv1);
         }
-        conv_ctx(voc_out);
+        conv_ctx(W.voc_out);
         return s;
     }
 
@@ -298,8 +308,9 @@ struct speech_decoder_stream::impl {
     };
 
     void record(graph_ctx & g, const char * name, ggml_tensor * t) {
-        if (!g.stages || !name) return;
-        ggml_set_name(t, name);
+        if (!name) return;
+        ggml_set_name(t, name);   // also marks stage boundaries for profiling
+        if (!g.stages) return;
         ggml_set_output(t);
         (*g.stages)[name] = t;
     }
@@ -349,8 +360,8 @@ struct speech_decoder_stream::impl {
     }
 
     ggml_tensor * snake(graph_ctx & g, const snake_w & s, ggml_tensor * x) {
-        ggml_tensor * t = ggml_sin(g.ctx, ggml_mul(g.ctx, x, s.alpha));
-        return ggml_add(g.ctx, x, ggml_mul(g.ctx, ggml_sqr(g.ctx, t), s.inv_beta));
+        if (!ggml_is_contiguous(x)) x = ggml_cont(g.ctx, x);
+        return snake_beta(g.ctx, x, s.alpha, s.inv_beta);
     }
 
     ggml_tensor * attention_layer(graph_ctx & g, const attn_layer_w & l, ggml_tensor * x, ggml_tensor * pos,
@@ -422,44 +433,44 @@ struct speech_decoder_stream::impl {
         ggml_tensor * rest = nullptr;
         for (int k = 0; k < hp.n_quantizers; ++k) {
             ggml_tensor * ids = ggml_view_1d(g.ctx, codes, n, k * codes->nb[1]);   // codebook k's row
-            ggml_tensor * e = ggml_get_rows(g.ctx, codebooks[k], ids);
+            ggml_tensor * e = ggml_get_rows(g.ctx, W.codebooks[k], ids);
             ggml_tensor *& acc = k < hp.n_semantic_quantizers ? first : rest;
             acc = acc ? ggml_add(g.ctx, acc, e) : e;
         }
         auto proj = [&](ggml_tensor * wt, ggml_tensor * x) {
             return mm(g.ctx, ggml_reshape_2d(g.ctx, wt, wt->ne[1], wt->ne[2]), x);
         };
-        ggml_tensor * x = ggml_add(g.ctx, proj(first_proj, first), proj(rest_proj, rest));
+        ggml_tensor * x = ggml_add(g.ctx, proj(W.first_proj, first), proj(W.rest_proj, rest));
         record(g, "quantizer_out", x);
-        x = causal_conv(g, pre_conv, x);
+        x = causal_conv(g, W.pre_conv, x);
         record(g, "pre_conv_out", x);
 
-        x = ggml_add(g.ctx, mm(g.ctx, in_proj, x), in_proj_b);
+        x = ggml_add(g.ctx, mm(g.ctx, W.in_proj, x), W.in_proj_b);
         record(g, "pre_transformer_input_proj_out", x);
         static const char * layer_names[] = {"pre_transformer_layer_0_out", "pre_transformer_layer_1_out",
                                              "pre_transformer_layer_2_out", "pre_transformer_layer_3_out",
                                              "pre_transformer_layer_4_out", "pre_transformer_layer_5_out",
                                              "pre_transformer_layer_6_out", "pre_transformer_layer_7_out"};
-        for (size_t i = 0; i < layers.size(); ++i) {
-            x = attention_layer(g, layers[i], x, pos, mask);
+        for (size_t i = 0; i < W.layers.size(); ++i) {
+            x = attention_layer(g, W.layers[i], x, pos, mask);
             record(g, i < 8 ? layer_names[i] : nullptr, x);
         }
-        x = ggml_mul(g.ctx, ggml_rms_norm(g.ctx, x, hp.tfm.norm_eps), out_norm);
+        x = ggml_mul(g.ctx, ggml_rms_norm(g.ctx, x, hp.tfm.norm_eps), W.out_norm);
         record(g, "pre_transformer_norm_out", x);
-        x = ggml_add(g.ctx, mm(g.ctx, out_proj, x), out_proj_b);
+        x = ggml_add(g.ctx, mm(g.ctx, W.out_proj, x), W.out_proj_b);
         record(g, "pre_transformer_out", x);
 
         static const char * up_names[][2] = {{"upsample_0_transconv", "upsample_0_convnext"},
                                               {"upsample_1_transconv", "upsample_1_convnext"}};
-        for (size_t u = 0; u < upsample.size(); ++u) {
-            x = convnext(g, upsample[u], x, u < 2 ? up_names[u][0] : nullptr);
+        for (size_t u = 0; u < W.upsample.size(); ++u) {
+            x = convnext(g, W.upsample[u], x, u < 2 ? up_names[u][0] : nullptr);
             if (u < 2) record(g, up_names[u][1], x);
         }
-        x = causal_conv(g, voc_in, x);
+        x = causal_conv(g, W.voc_in, x);
         record(g, "decoder_0_conv_in", x);
         static const char * block_names[] = {"decoder_1_block", "decoder_2_block", "decoder_3_block", "decoder_4_block"};
-        for (size_t b = 0; b < blocks.size(); ++b) {
-            const auto & blk = blocks[b];
+        for (size_t b = 0; b < W.blocks.size(); ++b) {
+            const auto & blk = W.blocks[b];
             x = causal_tconv(g, blk.up, snake(g, blk.snake, x));
             for (const auto & r : blk.res) {
                 ggml_tensor * y = causal_conv(g, r.conv1, snake(g, r.snake1, x));
@@ -468,9 +479,9 @@ struct speech_decoder_stream::impl {
             }
             if (b < 4) record(g, block_names[b], x);
         }
-        x = snake(g, snake_out, x);
+        x = snake(g, W.snake_out, x);
         record(g, "decoder_5_snake", x);
-        x = causal_conv(g, voc_out, x);
+        x = causal_conv(g, W.voc_out, x);
         record(g, "wav_preclamp", x);
         if (g.stages) x = ggml_cont(g.ctx, x);   // ggml_clamp works in place: keep the recorded stage intact
         x = ggml_clamp(g.ctx, x, -1.0f, 1.0f);
@@ -493,7 +504,8 @@ struct speech_decoder_stream::impl {
 
     // Decodes n frames with the current state; appends their audio to `out` (if non-null).
     void run(const int32_t * codes, int64_t n, std::vector<float> * out, std::map<std::string, stage_output> * stages) {
-        const size_t meta = ggml_tensor_overhead() * k_graph_size + ggml_graph_overhead_custom(k_graph_size, false);
+        const size_t meta = ggml_tensor_overhead() * k_graph_size + ggml_graph_overhead_custom(k_graph_size, false) +
+                            ggml_graph_overhead_custom(1, false);
         ggml_init_params params{meta, nullptr, true};
         ggml_context * ctx = ggml_init(params);
         ggml_cgraph * gf = ggml_new_graph_custom(ctx, k_graph_size, false);
@@ -537,7 +549,7 @@ struct speech_decoder_stream::impl {
         }
         ggml_backend_tensor_set(t_mask, mask.data(), 0, ggml_nbytes(t_mask));
 
-        const ggml_status status = ggml_backend_graph_compute(backend, gf);
+        const ggml_status status = opt.profile ? compute_profiled(ctx, gf) : ggml_backend_graph_compute(backend, gf);
         if (status != GGML_STATUS_SUCCESS) {
             ggml_free(ctx);
             throw std::runtime_error("speech decoder graph failed");
@@ -556,6 +568,27 @@ struct speech_decoder_stream::impl {
         }
         ggml_free(ctx);
         position += n;
+    }
+
+    std::map<std::string, double> profile_seconds;
+
+    ggml_status compute_profiled(ggml_context * ctx, ggml_cgraph * gf) {
+        ggml_cgraph * one = ggml_new_graph_custom(ctx, 1, false);
+        std::string stage = "quantizer";
+        for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
+            ggml_tensor * node = ggml_graph_node(gf, i);
+            ggml_graph_clear(one);
+            ggml_graph_add_node(one, node);
+            const int64_t t0 = ggml_time_us();
+            const ggml_status st = ggml_backend_graph_compute(backend, one);
+            if (st != GGML_STATUS_SUCCESS) return st;
+            profile_seconds[stage + "/" + ggml_op_desc(node)] += 1e-6 * double(ggml_time_us() - t0);
+            const std::string name = ggml_get_name(node);
+            if (name.find("_out") != std::string::npos || name.find("decoder_") == 0 || name.find("upsample_") == 0) {
+                stage = "after " + name;
+            }
+        }
+        return GGML_STATUS_SUCCESS;
     }
 
     void remember(const int32_t * codes, int64_t n) {
@@ -599,8 +632,14 @@ struct speech_decoder_stream::impl {
     }
 };
 
-speech_decoder_stream::speech_decoder_stream(const model & m, const speech_decoder_options & options)
-    : p_(std::make_unique<impl>(m, options)) {}
+speech_decoder::speech_decoder(const model & m) : w_(std::make_unique<weights>(m)) {}
+speech_decoder::~speech_decoder() = default;
+const speech_decoder::weights & speech_decoder::prepared() const { return *w_; }
+const model & speech_decoder::source() const { return w_->m; }
+
+speech_decoder_stream::speech_decoder_stream(std::shared_ptr<const speech_decoder> decoder,
+                                             const speech_decoder_options & options)
+    : p_(std::make_unique<impl>(std::move(decoder), options)) {}
 
 speech_decoder_stream::~speech_decoder_stream() = default;
 
@@ -620,4 +659,8 @@ std::map<std::string, speech_decoder_stream::stage_output> speech_decoder_stream
     return stages;
 }
 
+}  // namespace kazeia
+
+namespace kazeia {
+std::map<std::string, double> speech_decoder_stream::profile() const { return p_->profile_seconds; }
 }  // namespace kazeia

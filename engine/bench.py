@@ -1,0 +1,102 @@
+"""`kazeia bench`: speed on full-size random weights, with the PyTorch reference side by side
+when its interpreter is available. Results are JSON; ratios are measured in the same run."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .demo import cache_dir
+from .model_file import open_model
+from .random_model import make_random_model
+from .speech_decoder import SpeechDecoder
+from .threads import available_cores, default_threads
+
+REFERENCE_SCRIPTS = Path(__file__).parent / "reference"
+
+
+def reference_python() -> Path | None:
+    """The reference's interpreter: $KAZEIA_REF_PYTHON, else .venv-ref beside the working folder."""
+    env = os.environ.get("KAZEIA_REF_PYTHON")
+    candidates = [Path(env)] if env else [Path.cwd() / ".venv-ref" / "bin" / "python",
+                                          Path(__file__).resolve().parents[1] / ".venv-ref" / "bin" / "python"]
+    return next((p for p in candidates if p.exists()), None)
+
+
+def bench_model(size: str, decoder_type: str, progress: bool) -> Path:
+    """A cached full-size random model (the decoder is the same for 0.6B and 1.7B)."""
+    path = cache_dir() / f"bench-{size}-custom_voice-q8_0-dec{decoder_type}-seed0.gguf"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        make_random_model(path, size=size, variant="custom_voice", seed=0, out_type="q8_0",
+                          decoder_type=decoder_type, progress=progress)
+    return path
+
+
+def _run_reference(script: str, *args) -> dict:
+    py = reference_python()
+    if py is None:
+        return {"available": False, "reason": "no reference interpreter (set KAZEIA_REF_PYTHON or run "
+                                              "tests/reference/setup_venv.sh)"}
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    env.pop("PYTHONPATH", None)
+    r = subprocess.run([str(py), str(REFERENCE_SCRIPTS / script), *map(str, args)], capture_output=True,
+                       text=True, env=env, timeout=3600)
+    if r.returncode != 0:
+        return {"available": False, "reason": (r.stderr.strip().splitlines() or ["failed"])[-1]}
+    return {"available": True, **json.loads(r.stdout.strip().splitlines()[-1])}
+
+
+def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = None, decoder_type: str = "f32",
+                  reference: bool = True, model_path: str | None = None, seed: int = 0,
+                  progress: bool = True) -> dict:
+    threads = threads or default_threads()
+    path = Path(model_path) if model_path else bench_model(size, decoder_type, progress)
+    model = open_model(path)
+    codes = np.random.default_rng(seed).integers(0, 2048, size=(frames, 16), dtype=np.int32)
+    dec = SpeechDecoder(model, threads=threads)
+    dec.decode(codes[:4])   # warm-up: page in the weights
+    offline = []
+    for _ in range(2):
+        start = time.perf_counter()
+        dec.decode(codes)
+        offline.append(time.perf_counter() - start)
+    stream = dec.stream()
+    per_frame = []
+    for i in range(frames):
+        start = time.perf_counter()
+        stream.push(codes[i:i + 1])
+        per_frame.append(time.perf_counter() - start)
+    offline_ms = 1000 * min(offline) / frames
+    result = {
+        "stage": "decoder", "model": str(path), "size": size, "decoder_type": decoder_type,
+        "threads": threads, "cores": available_cores(), "frames": frames,
+        "kazeia": {"offline_ms_per_frame": offline_ms, "offline_rtf": offline_ms / 80.0,
+                   "stream_ms_per_frame_mean": 1000 * float(np.mean(per_frame)),
+                   "stream_ms_first_frame": 1000 * per_frame[0],
+                   "stream_ms_per_frame_p90": 1000 * float(np.percentile(per_frame, 90))},
+    }
+    if reference:
+        ref = _run_reference("decoder_bench.py", frames, threads, seed)
+        result["reference"] = ref
+        if ref.get("available"):
+            result["speedup_vs_reference"] = ref["ms_per_frame"] / offline_ms
+    return result
+
+
+def main_bench(args) -> int:
+    if args.stage != "decoder":
+        print(f"kazeia bench: stage {args.stage!r} is not implemented yet (decoder only)", file=sys.stderr)
+        return 2
+    result = bench_decoder(size=args.size, frames=args.frames, threads=args.threads, decoder_type=args.decoder_type,
+                           reference=not args.no_reference, model_path=args.model, progress=not args.quiet)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+    return 0

@@ -1,0 +1,18 @@
+// SnakeBeta as one fused ggml custom op: y = x + inv_beta * sin(x * alpha)^2 per channel.
+// ggml's own sin is scalar libm, a quarter of the vocoder's time; this one is vectorised and
+// evaluates every element with the same instructions, so results never depend on chunking.
+#pragma once
+
+#include "ggml.h"
+
+namespace kazeia {
+
+// x: [channels, time] f32 (channel-major); alpha, inv_beta: [channels] f32, precomputed exp(alpha)
+// and 1 / (exp(beta) + 1e-9).
+ggml_tensor * snake_beta(ggml_context * ctx, ggml_tensor * x, ggml_tensor * alpha, ggml_tensor * inv_beta);
+
+// The same function on plain arrays (for tests of the kernel itself).
+void snake_beta_rows(const float * x, float * y, const float * alpha, const float * inv_beta, int64_t channels,
+                     int64_t rows);
+
+}  // namespace kazeia
