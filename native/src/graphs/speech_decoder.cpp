@@ -18,7 +18,7 @@
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "runtime/derived_weights.h"
-#include "runtime/snake.h"
+#include "runtime/custom_ops.h"
 
 namespace kazeia {
 namespace {
@@ -42,8 +42,8 @@ ggml_tensor * mm(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
     return ggml_is_contiguous(first) ? first : ggml_cont(ctx, first);
 }
 
-struct conv_w {           // causal conv: taps [Cin, Cout, K] (tap k = 2-D slice), bias [Cout]
-    ggml_tensor * taps = nullptr;
+struct conv_w {           // causal conv: weight tap-major, ne [Cin, K, Cout], bias [Cout]
+    ggml_tensor * weight = nullptr;
     ggml_tensor * bias = nullptr;
     int k = 1, dilation = 1, c_in = 0, c_out = 0;
 };
@@ -115,8 +115,8 @@ struct speech_decoder::weights {
         c.c_in = int(src->ne[1]);
         c.c_out = int(src->ne[2]);
         c.dilation = dilation;
-        c.taps = derived.add(name + ".taps", src->type, {c.c_in, c.c_out, c.k},
-                             [src](std::vector<uint8_t> & out) { out = permute_elements(src, {1, 2, 0}); });
+        c.weight = derived.add(name + ".tap_major", src->type, {c.c_in, c.k, c.c_out},
+                               [src](std::vector<uint8_t> & out) { out = permute_elements(src, {1, 0, 2}); });
         c.bias = w(name + ".bias");
         return c;
     }
@@ -326,19 +326,14 @@ struct speech_decoder_stream::impl {
         return xc;
     }
 
-    // causal conv over [history ++ x]: sum over taps of W_k * x[t + k * dilation]
+    // causal conv over [history ++ x]: im2col and one product whose contraction runs over all
+    // taps and channels (kernel rearranged tap-major at load)
     ggml_tensor * causal_conv(graph_ctx & g, const conv_w & c, ggml_tensor * x) {
-        const int64_t span = int64_t(c.k - 1) * c.dilation;
-        ggml_tensor * xc = with_history(g, x, span);
-        const int64_t n = x->ne[1];
-        ggml_tensor * y = nullptr;
-        for (int k = 0; k < c.k; ++k) {
-            ggml_tensor * tap = ggml_view_2d(g.ctx, c.taps, c.c_in, c.c_out, c.taps->nb[1], k * c.taps->nb[2]);
-            ggml_tensor * xk = ggml_view_2d(g.ctx, xc, c.c_in, n, xc->nb[1], int64_t(k) * c.dilation * xc->nb[1]);
-            ggml_tensor * yk = mm(g.ctx, tap, xk);
-            y = y ? ggml_add(g.ctx, y, yk) : yk;
-        }
-        return ggml_add(g.ctx, y, c.bias);
+        ggml_tensor * w2d = ggml_reshape_2d(g.ctx, c.weight, int64_t(c.k) * c.c_in, c.c_out);
+        if (c.k == 1) return ggml_add(g.ctx, mm(g.ctx, w2d, x), c.bias);
+        ggml_tensor * xc = with_history(g, x, int64_t(c.k - 1) * c.dilation);
+        ggml_tensor * cols = im2col_channel_major(g.ctx, xc, c.k, c.dilation);   // [K * Cin, n]
+        return ggml_add(g.ctx, mm(g.ctx, w2d, cols), c.bias);                   // [Cout, n]
     }
 
     // causal transposed conv (output T * s): block i = taps[0, s) of input i + taps[s, 2s) of input i-1

@@ -1,4 +1,4 @@
-#include "runtime/snake.h"
+#include "runtime/custom_ops.h"
 
 #include <cmath>
 #include <cstring>
@@ -52,7 +52,32 @@ void snake_op(ggml_tensor * dst, const ggml_tensor * x, const ggml_tensor * alph
     }
 }
 
+void im2col_op(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * x = dst->src[0];
+    const int64_t c = x->ne[0];
+    const int64_t kernel = dst->ne[0] / c;
+    const int64_t n = dst->ne[1];
+    const int64_t dilation = kernel > 1 ? (x->ne[1] - n) / (kernel - 1) : 1;
+    const int64_t per = (n + nth - 1) / nth;
+    const int64_t t1 = std::min(n, per * (ith + 1));
+    const auto * src = static_cast<const float *>(x->data);
+    auto * out = static_cast<float *>(dst->data);
+    for (int64_t t = per * ith; t < t1; ++t) {
+        for (int64_t k = 0; k < kernel; ++k) {
+            std::memcpy(out + (t * kernel + k) * c, src + (t + k * dilation) * c, size_t(c) * sizeof(float));
+        }
+    }
+}
+
 }  // namespace
+
+ggml_tensor * im2col_channel_major(ggml_context * ctx, ggml_tensor * x, int kernel, int dilation) {
+    GGML_ASSERT(x->type == GGML_TYPE_F32 && ggml_is_contiguous(x));
+    const int64_t n = x->ne[1] - int64_t(kernel - 1) * dilation;
+    GGML_ASSERT(n > 0);
+    ggml_tensor * args[] = {x};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0] * kernel, n, 1, 1, args, 1, im2col_op, GGML_N_TASKS_MAX, nullptr);
+}
 
 ggml_tensor * snake_beta(ggml_context * ctx, ggml_tensor * x, ggml_tensor * alpha, ggml_tensor * inv_beta) {
     GGML_ASSERT(x->type == GGML_TYPE_F32 && ggml_is_contiguous(x));
