@@ -6,4 +6,5 @@ PYBIND11_MODULE(_native, m) {
     kazeia::bindings::register_model(m);
     kazeia::bindings::register_devices(m);
     kazeia::bindings::register_decoder(m);
+    kazeia::bindings::register_tts(m);
 }

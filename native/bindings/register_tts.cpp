@@ -1,0 +1,146 @@
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "kazeia/model.h"
+#include "kazeia/tts.h"
+
+namespace py = pybind11;
+
+namespace kazeia::bindings {
+namespace {
+
+using i32_array = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+using f32_array = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+template <typename T, typename A>
+std::vector<T> to_vector(const A & a) {
+    return std::vector<T>(a.data(), a.data() + a.size());
+}
+
+prompt_rows rows_of(const i32_array & text_ids, const i32_array & codec_ids, const std::optional<i32_array> & frame_codes,
+                    const std::optional<f32_array> & vectors) {
+    prompt_rows r;
+    r.n_rows = text_ids.size();
+    r.text_ids = to_vector<int32_t>(text_ids);
+    r.codec_ids = to_vector<int32_t>(codec_ids);
+    if (frame_codes) r.frame_codes = to_vector<int32_t>(*frame_codes);
+    if (vectors) r.vectors = to_vector<float>(*vectors);
+    return r;
+}
+
+sampling_config sampling_of(const py::dict & d) {
+    sampling_config c;
+    c.do_sample = d["do_sample"].cast<bool>();
+    c.temperature = d["temperature"].cast<float>();
+    c.top_k = d["top_k"].cast<int>();
+    c.top_p = d["top_p"].cast<float>();
+    return c;
+}
+
+const char * reason_name(stop_reason r) {
+    switch (r) {
+        case stop_reason::eos: return "eos";
+        case stop_reason::limit: return "limit";
+        case stop_reason::cancelled: return "cancelled";
+    }
+    return "?";
+}
+
+}  // namespace
+
+void register_tts(py::module_ & m) {
+    py::class_<tts_engine>(m, "TtsEngine")
+        .def(py::init([](const model & mdl, int n_threads) {
+                 py::gil_scoped_release release;
+                 return std::make_unique<tts_engine>(mdl, n_threads);
+             }),
+             py::arg("model"), py::arg("n_threads") = 1, py::keep_alive<1, 2>())
+        .def_property_readonly("hidden_size", &tts_engine::hidden_size)
+        .def_property_readonly("n_code_groups", &tts_engine::n_code_groups)
+        .def("generate", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
+                            const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
+                            const i32_array & trailing, const py::dict & talker, const py::dict & code_predictor,
+                            float repetition_penalty, int min_new_tokens, int64_t max_frames, uint64_t seed,
+                            const std::function<bool(int64_t, py::array_t<int32_t>, double, double)> & on_frame) {
+            generation_request req;
+            req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
+            req.trailing_text_ids = to_vector<int32_t>(trailing);
+            req.talker = sampling_of(talker);
+            req.code_predictor = sampling_of(code_predictor);
+            req.repetition_penalty = repetition_penalty;
+            req.min_new_tokens = min_new_tokens;
+            req.max_frames = max_frames;
+            req.seed = seed;
+            const int groups = e.n_code_groups();
+            frame_callback cb;
+            if (on_frame) {
+                cb = [&on_frame, groups](int64_t t, const int32_t * codes, const frame_timing & tm) {
+                    py::gil_scoped_acquire acquire;
+                    py::array_t<int32_t> a(groups);
+                    std::copy(codes, codes + groups, a.mutable_data());
+                    return on_frame(t, a, tm.talker_ms, tm.code_predictor_ms);
+                };
+            }
+            generation_result res;
+            {
+                py::gil_scoped_release release;
+                res = e.generate(req, cb);
+            }
+            py::array_t<int32_t> codes({res.n_frames, int64_t(groups)});
+            std::copy(res.codes.begin(), res.codes.end(), codes.mutable_data());
+            py::array_t<double> timings({res.n_frames, int64_t(2)});
+            for (int64_t i = 0; i < res.n_frames; ++i) {
+                timings.mutable_at(i, 0) = res.timings[i].talker_ms;
+                timings.mutable_at(i, 1) = res.timings[i].code_predictor_ms;
+            }
+            py::dict out;
+            out["codes"] = codes;
+            out["stop_reason"] = reason_name(res.reason);
+            out["prefill_ms"] = res.prefill_ms;
+            out["timings_ms"] = timings;
+            return out;
+        }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
+           py::arg("talker"), py::arg("code_predictor"), py::arg("repetition_penalty"), py::arg("min_new_tokens"),
+           py::arg("max_frames"), py::arg("seed"), py::arg("on_frame"))
+        .def("embed", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
+                         const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors) {
+            prompt_rows r = rows_of(text_ids, codec_ids, frame_codes, vectors);
+            std::vector<float> v;
+            {
+                py::gil_scoped_release release;
+                v = e.embed(r);
+            }
+            py::array_t<float> out({r.n_rows, int64_t(e.hidden_size())});
+            std::copy(v.begin(), v.end(), out.mutable_data());
+            return out;
+        }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes") = py::none(), py::arg("vectors") = py::none())
+        .def("prefill", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
+                           const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors) {
+            prompt_rows r = rows_of(text_ids, codec_ids, frame_codes, vectors);
+            std::vector<float> logits, hidden;
+            {
+                py::gil_scoped_release release;
+                e.prefill(r, logits, hidden);
+            }
+            return py::make_tuple(py::array_t<float>(logits.size(), logits.data()),
+                                  py::array_t<float>(hidden.size(), hidden.data()));
+        }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes") = py::none(), py::arg("vectors") = py::none())
+        .def("code_predictor_logits", [](tts_engine & e, const f32_array & hidden, const i32_array & codes) {
+            if (hidden.size() != e.hidden_size() || codes.size() != e.n_code_groups()) {
+                throw std::invalid_argument("hidden must have hidden_size values and codes one frame");
+            }
+            std::vector<float> v;
+            {
+                py::gil_scoped_release release;
+                v = e.code_predictor_logits(hidden.data(), codes.data());
+            }
+            const int64_t rows = e.n_code_groups() - 1;
+            py::array_t<float> out({rows, int64_t(v.size()) / rows});
+            std::copy(v.begin(), v.end(), out.mutable_data());
+            return out;
+        }, py::arg("hidden"), py::arg("codes"));
+}
+
+}  // namespace kazeia::bindings

@@ -1,0 +1,80 @@
+// Text to codes: the talker (Qwen3 LM over codec tokens) and the code predictor (15 more codes
+// per frame), driven frame by frame. Prompt rows come from Python (kazeia.engine.prompt); the
+// native side computes their embeddings.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kazeia/sampling.h"
+
+namespace kazeia {
+
+class model;
+
+// One prompt row = T(text id) + C(codec id) + sum_j E_j(frame code j) + vector; absent parts are -1
+// (or empty arrays).
+struct prompt_rows {
+    int64_t n_rows = 0;
+    std::vector<int32_t> text_ids;      // [n_rows]
+    std::vector<int32_t> codec_ids;     // [n_rows]
+    std::vector<int32_t> frame_codes;   // [n_rows][n_code_groups - 1] codes of codebooks 1..15, or empty
+    std::vector<float> vectors;         // [n_rows][hidden] added as they are (x-vectors), or empty
+};
+
+struct generation_request {
+    prompt_rows prompt;
+    std::vector<int32_t> trailing_text_ids;   // text ids added to frames 0, 1, ...; then tts_pad
+    sampling_config talker;
+    sampling_config code_predictor;
+    float repetition_penalty = 1.05f;
+    int min_new_tokens = 2;                   // EOS is blocked for this many talker steps
+    int64_t max_frames = 0;
+    uint64_t seed = 0;
+};
+
+struct frame_timing {
+    double talker_ms = 0;           // the talker step that produced this frame's first code
+    double code_predictor_ms = 0;   // the 15 sub-steps of this frame
+};
+
+enum class stop_reason { eos, limit, cancelled };
+
+struct generation_result {
+    std::vector<int32_t> codes;     // [n_frames][n_code_groups]
+    int64_t n_frames = 0;
+    stop_reason reason = stop_reason::eos;
+    double prefill_ms = 0;
+    std::vector<frame_timing> timings;
+};
+
+// Called after every frame with its codes; return false to cancel.
+using frame_callback = std::function<bool(int64_t frame, const int32_t * codes, const frame_timing & timing)>;
+
+class tts_engine {
+public:
+    tts_engine(const model & m, int n_threads);
+    ~tts_engine();
+    tts_engine(const tts_engine &) = delete;
+    tts_engine & operator=(const tts_engine &) = delete;
+
+    generation_result generate(const generation_request & request, const frame_callback & on_frame);
+
+    // Parity helpers.
+    std::vector<float> embed(const prompt_rows & rows);   // [n_rows][hidden]
+    // logits [codec_vocab] and final-norm hidden [hidden] of the prompt's last row
+    void prefill(const prompt_rows & rows, std::vector<float> & logits, std::vector<float> & hidden);
+    // teacher-forced code-predictor logits [15][vocab] for a talker hidden state and a frame's codes
+    std::vector<float> code_predictor_logits(const float * hidden, const int32_t * codes);
+
+    int hidden_size() const;
+    int n_code_groups() const;
+
+private:
+    struct impl;
+    std::unique_ptr<impl> p_;
+};
+
+}  // namespace kazeia

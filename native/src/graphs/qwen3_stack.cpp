@@ -1,0 +1,111 @@
+#include "graphs/qwen3_stack.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "ggml-alloc.h"
+#include "ggml-cpu.h"
+#include "kazeia/errors.h"
+#include "kazeia/model.h"
+
+namespace kazeia {
+
+qwen3_stack::qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp) : hp_(hp) {
+    auto w = [&](const std::string & name) {
+        ggml_tensor * t = m.tensor(name);
+        if (!t) throw model_error("missing tensor " + name);
+        return t;
+    };
+    for (int i = 0; i < hp.n_layers; ++i) {
+        const std::string p = prefix + "blk." + std::to_string(i) + ".";
+        layers_.push_back({w(p + "attn_norm.weight"), w(p + "attn_q.weight"), w(p + "attn_k.weight"),
+                           w(p + "attn_v.weight"), w(p + "attn_output.weight"), w(p + "attn_q_norm.weight"),
+                           w(p + "attn_k_norm.weight"), w(p + "ffn_norm.weight"), w(p + "ffn_gate.weight"),
+                           w(p + "ffn_up.weight"), w(p + "ffn_down.weight")});
+    }
+    output_norm_ = w(prefix + "output_norm.weight");
+}
+
+qwen3_stack::~qwen3_stack() {
+    if (cache_buf_) ggml_backend_buffer_free(cache_buf_);
+    if (cache_ctx_) ggml_free(cache_ctx_);
+}
+
+void qwen3_stack::reserve(int64_t n_ctx) {
+    if (n_ctx <= n_ctx_) return;
+    if (cache_buf_) ggml_backend_buffer_free(cache_buf_);
+    if (cache_ctx_) ggml_free(cache_ctx_);
+    k_cache_.clear();
+    v_cache_.clear();
+    ggml_init_params params{ggml_tensor_overhead() * (2 * layers_.size() + 1), nullptr, true};
+    cache_ctx_ = ggml_init(params);
+    const int64_t kv_dim = int64_t(hp_.n_kv_heads) * hp_.head_dim;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        k_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, GGML_TYPE_F32, kv_dim, n_ctx));
+        v_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, GGML_TYPE_F32, n_ctx, kv_dim));
+    }
+    cache_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(cache_ctx_, ggml_backend_cpu_buffer_type());
+    if (!cache_buf_) {
+        n_ctx_ = 0;
+        throw std::runtime_error("cannot allocate a KV cache of " + std::to_string(n_ctx) + " positions");
+    }
+    ggml_backend_buffer_clear(cache_buf_, 0);
+    n_ctx_ = n_ctx;
+}
+
+ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
+                                 ggml_tensor * mask, int64_t pos0) const {
+    const auto & t = hp_;
+    const int64_t n = x->ne[1];
+    const int64_t n_kv = pos0 + n;
+    if (n_kv > n_ctx_) throw std::logic_error("KV cache too small");
+    const int64_t kv_dim = int64_t(t.n_kv_heads) * t.head_dim;
+    const size_t f = sizeof(float);
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        const auto & l = layers_[il];
+        // attention block: q/k RMS-normed per head before RoPE, as Qwen3 does
+        ggml_tensor * h = ggml_mul(ctx, ggml_rms_norm(ctx, x, t.norm_eps), l.attn_norm);
+        ggml_tensor * q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wq, h), t.head_dim, t.n_heads, n);
+        ggml_tensor * k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wk, h), t.head_dim, t.n_kv_heads, n);
+        ggml_tensor * v = ggml_mul_mat(ctx, l.wv, h);   // [kv_dim, n]
+        q = ggml_mul(ctx, ggml_rms_norm(ctx, q, t.norm_eps), l.q_norm);
+        k = ggml_mul(ctx, ggml_rms_norm(ctx, k, t.norm_eps), l.k_norm);
+        q = ggml_rope_ext(ctx, q, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1.0f, 0.0f, 1.0f,
+                          0.0f, 0.0f);
+        k = ggml_rope_ext(ctx, k, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1.0f, 0.0f, 1.0f,
+                          0.0f, 0.0f);
+        ggml_tensor * kc = k_cache_[il];
+        ggml_tensor * vc = v_cache_[il];
+        ggml_tensor * k_dst = ggml_view_2d(ctx, kc, kv_dim, n, kc->nb[1], pos0 * kc->nb[1]);
+        ggml_tensor * v_dst = ggml_view_2d(ctx, vc, n, kv_dim, vc->nb[1], pos0 * f);
+        ggml_build_forward_expand(gf, ggml_cpy(ctx, ggml_reshape_2d(ctx, k, kv_dim, n), k_dst));
+        ggml_build_forward_expand(gf, ggml_cpy(ctx, ggml_transpose(ctx, v), v_dst));
+
+        ggml_tensor * keys = ggml_view_3d(ctx, kc, t.head_dim, n_kv, t.n_kv_heads, kc->nb[1], t.head_dim * f, 0);
+        ggml_tensor * vals = ggml_view_3d(ctx, vc, n_kv, t.head_dim, t.n_kv_heads, vc->nb[1], vc->nb[1] * t.head_dim, 0);
+        ggml_tensor * qp = ggml_permute(ctx, q, 0, 2, 1, 3);                           // [hd, n, H]
+        ggml_tensor * kq = ggml_mul_mat(ctx, keys, qp);                                // [n_kv, n, H]
+        kq = ggml_soft_max_ext(ctx, kq, mask, 1.0f / std::sqrt(float(t.head_dim)), 0.0f);
+        ggml_tensor * kqv = ggml_mul_mat(ctx, vals, kq);                               // [hd, n, H]
+        ggml_tensor * o = ggml_cont(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3));          // [hd, H, n]
+        o = ggml_mul_mat(ctx, l.wo, ggml_reshape_2d(ctx, o, int64_t(t.head_dim) * t.n_heads, n));
+        x = ggml_add(ctx, x, o);
+
+        h = ggml_mul(ctx, ggml_rms_norm(ctx, x, t.norm_eps), l.ffn_norm);
+        ggml_tensor * gate = ggml_silu(ctx, ggml_mul_mat(ctx, l.w_gate, h));
+        ggml_tensor * up = ggml_mul_mat(ctx, l.w_up, h);
+        x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.w_down, ggml_mul(ctx, gate, up)));
+    }
+    return ggml_mul(ctx, ggml_rms_norm(ctx, x, t.norm_eps), output_norm_);
+}
+
+std::vector<float> causal_mask(int64_t pos0, int64_t n) {
+    const int64_t n_kv = pos0 + n;
+    std::vector<float> mask(size_t(n_kv) * n);
+    for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < n_kv; ++j) mask[size_t(i) * n_kv + j] = j <= pos0 + i ? 0.0f : -INFINITY;
+    }
+    return mask;
+}
+
+}  // namespace kazeia

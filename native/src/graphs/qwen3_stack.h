@@ -1,0 +1,53 @@
+// Qwen3 decoder layers (RMSNorm, q/k norm, rotate-half RoPE, GQA, SwiGLU) with a KV cache in a
+// backend buffer: the body of both the talker (28 layers) and the code predictor (5 layers).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ggml.h"
+#include "kazeia/hparams.h"
+
+namespace kazeia {
+
+class model;
+
+struct qwen3_layer_weights {
+    ggml_tensor *attn_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *ffn_norm, *w_gate, *w_up, *w_down;
+};
+
+class qwen3_stack {
+public:
+    // prefix: "talker." or "cp."; binds <prefix>blk.N.* and <prefix>output_norm.weight
+    qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp);
+    ~qwen3_stack();
+    qwen3_stack(const qwen3_stack &) = delete;
+    qwen3_stack & operator=(const qwen3_stack &) = delete;
+
+    // (Re)allocates the KV cache for `n_ctx` positions (keeps it when large enough).
+    void reserve(int64_t n_ctx);
+    int64_t capacity() const { return n_ctx_; }
+
+    // x: [hidden, n] rows at positions [pos0, pos0 + n); pos: I32 [n]; mask: F32 [pos0 + n, n].
+    // Writes the rows' keys and values into the cache and returns the final-norm hidden states.
+    ggml_tensor * build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos, ggml_tensor * mask,
+                        int64_t pos0) const;
+
+    const transformer_hparams & hparams() const { return hp_; }
+
+private:
+    transformer_hparams hp_;
+    std::vector<qwen3_layer_weights> layers_;
+    ggml_tensor * output_norm_ = nullptr;
+    ggml_context * cache_ctx_ = nullptr;
+    ggml_backend_buffer_t cache_buf_ = nullptr;
+    std::vector<ggml_tensor *> k_cache_;   // [kv_dim, n_ctx]
+    std::vector<ggml_tensor *> v_cache_;   // [n_ctx, kv_dim]: values stored transposed for the product
+    int64_t n_ctx_ = 0;
+};
+
+// Causal mask rows for n queries at positions [pos0, pos0 + n) over keys [0, pos0 + n).
+std::vector<float> causal_mask(int64_t pos0, int64_t n);
+
+}  // namespace kazeia

@@ -1,0 +1,325 @@
+// Talker and code predictor, in the order of the reference's generation loop:
+// prompt rows -> talker prefill -> per frame: choose code 0, code predictor (15 sub-steps, fresh
+// cache) -> frame embedding + trailing text -> talker step.
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "ggml.h"
+#include "graphs/qwen3_stack.h"
+#include "kazeia/errors.h"
+#include "kazeia/model.h"
+#include "kazeia/tts.h"
+#include "runtime/graph_runner.h"
+#include "runtime/sampler.h"
+
+namespace kazeia {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+ggml_tensor * input_i32(ggml_context * ctx, int64_t n) {
+    ggml_tensor * t = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
+    ggml_set_input(t);
+    return t;
+}
+
+}  // namespace
+
+struct tts_engine::impl {
+    const model & m;
+    const model_hparams & hp;
+    int hidden;
+    int n_groups;
+    int codec_vocab;
+    int cp_vocab;
+
+    // talker
+    ggml_tensor *text_embd, *fc1_w, *fc1_b, *fc2_w, *fc2_b, *codec_embd, *codec_head;
+    qwen3_stack talker;
+    // code predictor
+    std::vector<ggml_tensor *> cp_embd;   // codebooks 1..15, talker width
+    std::vector<ggml_tensor *> cp_head;
+    ggml_tensor *cp_proj_w = nullptr, *cp_proj_b = nullptr;
+    qwen3_stack cp;
+
+    int eos_id, pad_text_id;
+    graph_runner runner;
+
+    ggml_tensor * w(const std::string & name) const {
+        ggml_tensor * t = m.tensor(name);
+        if (!t) throw model_error("missing tensor " + name);
+        return t;
+    }
+
+    impl(const model & model_, int n_threads)
+        : m(model_), hp(model_.hparams()), hidden(hp.talker.tfm.hidden), n_groups(hp.talker.n_code_groups),
+          codec_vocab(hp.talker.codec_vocab), cp_vocab(hp.code_predictor.vocab),
+          talker(model_, "talker.", hp.talker.tfm), cp(model_, "cp.", hp.code_predictor.tfm), runner(n_threads) {
+        text_embd = w("talker.text_embd.weight");
+        fc1_w = w("talker.text_proj.fc1.weight");
+        fc1_b = w("talker.text_proj.fc1.bias");
+        fc2_w = w("talker.text_proj.fc2.weight");
+        fc2_b = w("talker.text_proj.fc2.bias");
+        codec_embd = w("talker.codec_embd.weight");
+        codec_head = w("talker.codec_head.weight");
+        for (int j = 0; j + 1 < n_groups; ++j) {
+            cp_embd.push_back(w("cp.codec_embd." + std::to_string(j) + ".weight"));
+            cp_head.push_back(w("cp.head." + std::to_string(j) + ".weight"));
+        }
+        if (hp.code_predictor.has_input_proj) {
+            cp_proj_w = w("cp.input_proj.weight");
+            cp_proj_b = w("cp.input_proj.bias");
+        }
+        eos_id = int(m.get_int("qwen3tts.codec.eos"));
+        pad_text_id = int(m.get_int("qwen3tts.token.tts_pad"));
+        cp.reserve(n_groups + 1);
+    }
+
+    // ---- prompt rows -> embeddings [hidden, n] ------------------------------------------------
+    struct row_inputs {   // host data for one embedding graph
+        std::vector<std::pair<ggml_tensor *, std::vector<int32_t>>> ids;
+        std::vector<std::pair<ggml_tensor *, std::vector<float>>> floats;
+    };
+
+    void check_rows(const prompt_rows & r) const {
+        const size_t n = size_t(r.n_rows);
+        if (r.n_rows < 1) throw std::invalid_argument("the prompt has no rows");
+        if (r.text_ids.size() != n || r.codec_ids.size() != n) throw std::invalid_argument("prompt arrays differ in length");
+        if (!r.frame_codes.empty() && r.frame_codes.size() != n * (n_groups - 1)) {
+            throw std::invalid_argument("frame_codes must hold n_rows x 15 codes");
+        }
+        if (!r.vectors.empty() && r.vectors.size() != n * size_t(hidden)) {
+            throw std::invalid_argument("vectors must hold n_rows x hidden values");
+        }
+        for (int32_t id : r.text_ids) {
+            if (id < -1 || id >= hp.talker.text_vocab) throw std::invalid_argument("text id " + std::to_string(id) + " out of range");
+        }
+        for (int32_t id : r.codec_ids) {
+            if (id < -1 || id >= codec_vocab) throw std::invalid_argument("codec id " + std::to_string(id) + " out of range");
+        }
+        for (int32_t id : r.frame_codes) {
+            if (id < -1 || id >= cp_vocab) throw std::invalid_argument("frame code " + std::to_string(id) + " out of range");
+        }
+    }
+
+    // sum over the parts a row has; parts no row uses are left out of the graph
+    ggml_tensor * build_embed(ggml_context * ctx, const prompt_rows & r, row_inputs & in) {
+        const int64_t n = r.n_rows;
+        ggml_tensor * sum = nullptr;
+        auto add = [&](ggml_tensor * t) { sum = sum ? ggml_add(ctx, sum, t) : t; };
+        auto part = [&](ggml_tensor * table, const int32_t * ids, int64_t stride, bool text) {
+            std::vector<int32_t> idv(n);
+            std::vector<float> mask(n);
+            bool any = false;
+            for (int64_t i = 0; i < n; ++i) {
+                const int32_t id = ids[i * stride];
+                idv[i] = id < 0 ? 0 : id;
+                mask[i] = id < 0 ? 0.0f : 1.0f;
+                any = any || id >= 0;
+            }
+            if (!any) return;
+            ggml_tensor * t_ids = input_i32(ctx, n);
+            ggml_tensor * t_mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, n);
+            ggml_set_input(t_mask);
+            ggml_tensor * e = ggml_get_rows(ctx, table, t_ids);
+            if (text) {   // text_projection: fc2(silu(fc1(x)))
+                e = ggml_silu(ctx, ggml_add(ctx, ggml_mul_mat(ctx, fc1_w, e), fc1_b));
+                e = ggml_add(ctx, ggml_mul_mat(ctx, fc2_w, e), fc2_b);
+            }
+            add(ggml_mul(ctx, e, t_mask));
+            in.ids.push_back({t_ids, std::move(idv)});
+            in.floats.push_back({t_mask, std::move(mask)});
+        };
+        part(text_embd, r.text_ids.data(), 1, true);
+        part(codec_embd, r.codec_ids.data(), 1, false);
+        if (!r.frame_codes.empty()) {
+            for (int j = 0; j + 1 < n_groups; ++j) part(cp_embd[j], r.frame_codes.data() + j, n_groups - 1, false);
+        }
+        if (!r.vectors.empty()) {
+            ggml_tensor * v = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hidden, n);
+            ggml_set_input(v);
+            add(v);
+            in.floats.push_back({v, r.vectors});
+        }
+        if (!sum) throw std::invalid_argument("prompt rows carry no embedding parts");
+        return sum;
+    }
+
+    static void upload(const row_inputs & in) {
+        for (const auto & [t, v] : in.ids) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
+        for (const auto & [t, v] : in.floats) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
+    }
+
+    // ---- talker: rows at positions [pos0, pos0 + n) -> last row's hidden and logits ------------
+    void talker_forward(const prompt_rows & r, int64_t pos0, std::vector<float> & logits, std::vector<float> & h_last,
+                        std::vector<float> * embeds) {
+        ggml_context * ctx = runner.begin();
+        ggml_cgraph * gf = runner.graph();
+        row_inputs in;
+        ggml_tensor * x = build_embed(ctx, r, in);
+        if (embeds) ggml_set_output(x);
+        const int64_t n = r.n_rows;
+        ggml_tensor * pos = input_i32(ctx, n);
+        ggml_tensor * mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, pos0 + n, n);
+        ggml_set_input(mask);
+        ggml_tensor * h = talker.build(ctx, gf, x, pos, mask, pos0);
+        h = ggml_view_2d(ctx, h, hidden, 1, h->nb[1], (n - 1) * h->nb[1]);
+        ggml_tensor * lg = ggml_mul_mat(ctx, codec_head, h);
+        ggml_set_output(h);
+        ggml_set_output(lg);
+        ggml_build_forward_expand(gf, lg);
+        if (embeds) ggml_build_forward_expand(gf, x);
+        runner.allocate();
+        upload(in);
+        std::vector<int32_t> positions(n);
+        for (int64_t i = 0; i < n; ++i) positions[i] = int32_t(pos0 + i);
+        ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos));
+        const auto mk = causal_mask(pos0, n);
+        ggml_backend_tensor_set(mask, mk.data(), 0, ggml_nbytes(mask));
+        runner.compute();
+        logits.resize(codec_vocab);
+        h_last.resize(hidden);
+        ggml_backend_tensor_get(lg, logits.data(), 0, ggml_nbytes(lg));
+        ggml_backend_tensor_get(h, h_last.data(), 0, ggml_nbytes(h));
+        if (embeds) {
+            embeds->resize(size_t(hidden) * n);
+            ggml_backend_tensor_get(x, embeds->data(), 0, ggml_nbytes(x));
+        }
+    }
+
+    // ---- code predictor: one sub-step -------------------------------------------------------
+    // step 0 feeds [h, C(c0)] at positions 0, 1; step j feeds E_{j-1}(c_j) at position j + 1.
+    std::vector<float> cp_step(int j, const float * h_talker, int32_t code) {
+        ggml_context * ctx = runner.begin();
+        ggml_cgraph * gf = runner.graph();
+        ggml_tensor * id = input_i32(ctx, 1);
+        ggml_tensor * x;
+        ggml_tensor * h_in = nullptr;
+        if (j == 0) {
+            h_in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hidden, 1);
+            ggml_set_input(h_in);
+            x = ggml_concat(ctx, h_in, ggml_get_rows(ctx, codec_embd, id), 1);
+        } else {
+            x = ggml_get_rows(ctx, cp_embd[j - 1], id);
+        }
+        if (cp_proj_w) x = ggml_add(ctx, ggml_mul_mat(ctx, cp_proj_w, x), cp_proj_b);
+        const int64_t n = x->ne[1];
+        const int64_t pos0 = j == 0 ? 0 : j + 1;
+        ggml_tensor * pos = input_i32(ctx, n);
+        ggml_tensor * mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, pos0 + n, n);
+        ggml_set_input(mask);
+        ggml_tensor * h = cp.build(ctx, gf, x, pos, mask, pos0);
+        h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], (n - 1) * h->nb[1]);
+        ggml_tensor * lg = ggml_mul_mat(ctx, cp_head[j], h);
+        ggml_set_output(lg);
+        ggml_build_forward_expand(gf, lg);
+        runner.allocate();
+        ggml_backend_tensor_set(id, &code, 0, sizeof(int32_t));
+        if (h_in) ggml_backend_tensor_set(h_in, h_talker, 0, ggml_nbytes(h_in));
+        std::vector<int32_t> positions(n);
+        for (int64_t i = 0; i < n; ++i) positions[i] = int32_t(pos0 + i);
+        ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos));
+        const auto mk = causal_mask(pos0, n);
+        ggml_backend_tensor_set(mask, mk.data(), 0, ggml_nbytes(mask));
+        runner.compute();
+        std::vector<float> logits(cp_vocab);
+        ggml_backend_tensor_get(lg, logits.data(), 0, ggml_nbytes(lg));
+        return logits;
+    }
+
+    // ---- generation ----------------------------------------------------------------------------
+    generation_result generate(const generation_request & req, const frame_callback & on_frame) {
+        check_rows(req.prompt);
+        if (req.max_frames < 1) throw std::invalid_argument("max_frames must be at least 1");
+        generation_result res;
+        const int64_t L = req.prompt.n_rows;
+        talker.reserve(L + req.max_frames + 1);
+        rng r(req.seed);
+
+        auto t0 = std::chrono::steady_clock::now();
+        std::vector<float> logits, h_last;
+        talker_forward(req.prompt, 0, logits, h_last, nullptr);
+        res.prefill_ms = ms_since(t0);
+        double talker_ms = 0;   // the step that produced the current logits (prefill for frame 0)
+
+        std::vector<int32_t> generated;   // codebook-0 tokens of this call (repetition penalty)
+        std::vector<int32_t> frame(n_groups);
+        for (int64_t t = 0;; ++t) {
+            process_talker_logits(logits, generated, req.repetition_penalty, int64_t(generated.size()) < req.min_new_tokens,
+                                  eos_id, codec_vocab - 1024);
+            const int c0 = sample_token(logits, req.talker, r);
+            generated.push_back(c0);
+            if (c0 == eos_id) {
+                res.reason = stop_reason::eos;
+                break;
+            }
+            auto tc = std::chrono::steady_clock::now();
+            frame[0] = c0;
+            for (int j = 0; j + 1 < n_groups; ++j) {
+                std::vector<float> cl = cp_step(j, h_last.data(), frame[j]);
+                frame[j + 1] = sample_token(cl, req.code_predictor, r);
+            }
+            frame_timing timing{talker_ms, ms_since(tc)};
+            res.codes.insert(res.codes.end(), frame.begin(), frame.end());
+            res.timings.push_back(timing);
+            res.n_frames = t + 1;
+            if (on_frame && !on_frame(t, frame.data(), timing)) {
+                res.reason = stop_reason::cancelled;
+                break;
+            }
+            if (t + 1 >= req.max_frames) {
+                res.reason = stop_reason::limit;
+                break;
+            }
+            // next talker input: the frame's embedding plus the next trailing text row
+            auto ts = std::chrono::steady_clock::now();
+            prompt_rows step;
+            step.n_rows = 1;
+            step.codec_ids = {c0};
+            step.frame_codes.assign(frame.begin() + 1, frame.end());
+            step.text_ids = {t < int64_t(req.trailing_text_ids.size()) ? req.trailing_text_ids[t] : pad_text_id};
+            talker_forward(step, L + t, logits, h_last, nullptr);
+            talker_ms = ms_since(ts);
+        }
+        return res;
+    }
+};
+
+tts_engine::tts_engine(const model & m, int n_threads) : p_(std::make_unique<impl>(m, n_threads)) {}
+tts_engine::~tts_engine() = default;
+
+generation_result tts_engine::generate(const generation_request & request, const frame_callback & on_frame) {
+    return p_->generate(request, on_frame);
+}
+
+std::vector<float> tts_engine::embed(const prompt_rows & rows) {
+    p_->check_rows(rows);
+    p_->talker.reserve(rows.n_rows);
+    std::vector<float> logits, hidden, embeds;
+    p_->talker_forward(rows, 0, logits, hidden, &embeds);
+    return embeds;
+}
+
+void tts_engine::prefill(const prompt_rows & rows, std::vector<float> & logits, std::vector<float> & hidden) {
+    p_->check_rows(rows);
+    p_->talker.reserve(rows.n_rows);
+    p_->talker_forward(rows, 0, logits, hidden, nullptr);
+}
+
+std::vector<float> tts_engine::code_predictor_logits(const float * hidden, const int32_t * codes) {
+    std::vector<float> out;
+    for (int j = 0; j + 1 < p_->n_groups; ++j) {
+        if (codes[j] < 0 || codes[j] >= (j == 0 ? p_->codec_vocab : p_->cp_vocab)) throw std::invalid_argument("code out of range");
+        std::vector<float> l = p_->cp_step(j, hidden, codes[j]);
+        out.insert(out.end(), l.begin(), l.end());
+    }
+    return out;
+}
+
+int tts_engine::hidden_size() const { return p_->hidden; }
+int tts_engine::n_code_groups() const { return p_->n_groups; }
+
+}  // namespace kazeia
