@@ -3,9 +3,12 @@ from kazeia import _native
 
 from .convert import ConversionReport, convert
 from .demo import demo_model_path, resolve_model
+from .engine import AudioStream, Chunk, Engine, Result, SamplingParams, Timings
 from .errors import ConversionError, ModelLoadError
 from .model_file import ModelFile, ModelInfo, Speaker, open_model
+from .prompt import Voice
 from .random_model import make_random_model
+from .speech_decoder import DecoderStream, SpeechDecoder
 
 
 def devices() -> list[dict]:
@@ -13,5 +16,6 @@ def devices() -> list[dict]:
     return _native.devices()
 
 
-__all__ = ["ConversionError", "ConversionReport", "ModelFile", "ModelInfo", "ModelLoadError", "Speaker",
+__all__ = ["AudioStream", "Chunk", "ConversionError", "ConversionReport", "DecoderStream", "Engine", "ModelFile",
+           "ModelInfo", "ModelLoadError", "Result", "SamplingParams", "Speaker", "SpeechDecoder", "Timings", "Voice",
            "convert", "demo_model_path", "devices", "make_random_model", "open_model", "resolve_model"]

@@ -77,6 +77,50 @@ def _cmd_decode(args) -> int:
     return 0
 
 
+def _cmd_say(args) -> int:
+    import numpy as np
+
+    from .audio_io import write_audio
+    from .demo import resolve_model
+    from .engine import Engine, SamplingParams
+    engine = Engine.load(resolve_model(args.model), threads=args.threads)
+    info = engine.info
+    if info.random_weights:
+        print(f"note: {info.path.name} has random weights and produces noise", file=sys.stderr)
+    sampling = SamplingParams.from_model(info, seed=args.seed)
+    for name in ("temperature", "top_k", "top_p", "max_frames"):
+        if getattr(args, name) is not None:
+            setattr(sampling, name, getattr(args, name))
+    if args.greedy:
+        sampling = sampling.greedy()
+    if args.text is None and args.text_file is None:
+        raise ValueError("give --text or --text-file")
+    text = args.text if args.text is not None else open(args.text_file, encoding="utf-8").read()
+    voice = None
+    if args.voice:
+        raise ValueError("voice profiles arrive with voice cloning (Base models); not available yet")
+    request = dict(speaker=args.speaker, language=args.language, instruct=args.instruct, voice=voice,
+                   sampling=sampling, streaming_text=args.streaming_text)
+    if args.stream:
+        stream = engine.stream(text, **request)
+        try:
+            for _ in stream:
+                pass
+        except KeyboardInterrupt:
+            stream.cancel()
+            stream.wait()
+            raise
+        result = stream.result
+    else:
+        result = engine.synthesize(text, **request)
+    write_audio(args.output, result.audio, result.sample_rate)
+    if args.codes_out:
+        np.save(args.codes_out, result.codes)
+    print(f"wrote {args.output}: {result.timings.audio_seconds:.2f} s of audio, stopped by {result.stop_reason}")
+    print(result.timings.summary())
+    return 0
+
+
 def _cmd_bench(args) -> int:
     from .bench import main_bench
     return main_bench(args)
@@ -136,6 +180,31 @@ def build_parser() -> argparse.ArgumentParser:
                     help="no 300-frame chunk restarts (the reference restarts; this differs after 24 s)")
     dc.add_argument("--threads", type=int, default=None)
     dc.set_defaults(func=_cmd_decode)
+
+    s = sub.add_parser("say", help="speak text into an audio file")
+    s.add_argument("--model", required=True, help='a GGUF file, or "demo" for the bundled demo model')
+    s.add_argument("--text", default=None)
+    s.add_argument("--text-file", default=None, help="read the text from a UTF-8 file")
+    s.add_argument("-o", "--output", required=True, help=".wav (float) or .flac")
+    s.add_argument("--speaker", default=None, help="CustomVoice speaker")
+    s.add_argument("--language", default="auto")
+    s.add_argument("--instruct", default=None, help="voice description (VoiceDesign, 1.7B CustomVoice)")
+    s.add_argument("--voice", default=None, help="voice profile (Base models)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--greedy", action="store_true", help="argmax everywhere (parity with the reference)")
+    s.add_argument("--temperature", type=float, default=None)
+    s.add_argument("--top-k", type=int, default=None)
+    s.add_argument("--top-p", type=float, default=None)
+    s.add_argument("--max-frames", type=int, default=None, help="default: derived from the text length")
+    s.add_argument("--stream", action="store_true", help="decode while generating (reports time to first audio)")
+    feed = s.add_mutually_exclusive_group()
+    feed.add_argument("--streaming-text", dest="streaming_text", action="store_true", default=None,
+                      help="feed text while generating (default for Base)")
+    feed.add_argument("--no-streaming-text", dest="streaming_text", action="store_false",
+                      help="whole text in the prompt (default for CustomVoice and VoiceDesign)")
+    s.add_argument("--codes-out", default=None, help="also save the codes [frames, 16] as .npy")
+    s.add_argument("--threads", type=int, default=None)
+    s.set_defaults(func=_cmd_say)
 
     b = sub.add_parser("bench", help="benchmark on full-size random weights (JSON)")
     b.add_argument("--stage", choices=["decoder"], default="decoder")

@@ -89,3 +89,21 @@ def test_bench_decoder_smoke(tmp_path, converted):
     result = json.loads(out.read_text())
     assert result["frames"] == 3 and result["kazeia"]["offline_ms_per_frame"] > 0
     assert result["kazeia"]["stream_ms_per_frame_mean"] > 0
+
+
+def test_say_on_the_demo_model(tmp_path):
+    import numpy as np
+    import soundfile
+    env = {"KAZEIA_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "hello.wav"
+    r = kazeia("say", "--model", "demo", "--text", "Hello there.", "--speaker", "vivian", "--max-frames", "8",
+               "-o", out, "--codes-out", tmp_path / "codes.npy", "--threads", "1", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "random weights" in r.stderr
+    for word in ("prefill", "talker", "code predictor", "decoder", "TTFA", "RTF", "stopped by limit"):
+        assert word in r.stdout, word
+    audio, sr = soundfile.read(out, dtype="float32")
+    assert sr == 24000 and audio.shape == (8 * 1920,)
+    assert np.load(tmp_path / "codes.npy").shape == (8, 16)
+    r = kazeia("say", "--model", "demo", "--text", "Hi", "--speaker", "nobody", "-o", tmp_path / "x.wav", env=env)
+    assert r.returncode == 2 and "choose one of" in r.stderr and "Traceback" not in r.stderr

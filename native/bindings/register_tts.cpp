@@ -5,6 +5,7 @@
 #include "bindings.h"
 #include "kazeia/model.h"
 #include "kazeia/tts.h"
+#include "runtime/sampler.h"
 
 namespace py = pybind11;
 
@@ -51,6 +52,18 @@ const char * reason_name(stop_reason r) {
 }  // namespace
 
 void register_tts(py::module_ & m) {
+    m.def("sample_tokens", [](const f32_array & logits, const py::dict & cfg, uint64_t seed, int n) {
+        // n draws from one seeded generator (for tests of the sampler itself)
+        const sampling_config c = sampling_of(cfg);
+        rng r(seed);
+        py::array_t<int32_t> out(n);
+        for (int i = 0; i < n; ++i) {
+            std::vector<float> l(logits.data(), logits.data() + logits.size());
+            out.mutable_at(i) = sample_token(l, c, r);
+        }
+        return out;
+    }, py::arg("logits"), py::arg("config"), py::arg("seed"), py::arg("n"));
+
     py::class_<tts_engine>(m, "TtsEngine")
         .def(py::init([](const model & mdl, int n_threads) {
                  py::gil_scoped_release release;

@@ -50,7 +50,7 @@ struct generation_result {
     std::vector<frame_timing> timings;
 };
 
-// Called after every frame with its codes; return false to cancel.
+// Called after every frame with its codes; return false to cancel (that frame is dropped).
 using frame_callback = std::function<bool(int64_t frame, const int32_t * codes, const frame_timing & timing)>;
 
 class tts_engine {

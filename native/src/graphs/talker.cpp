@@ -263,13 +263,13 @@ struct tts_engine::impl {
                 frame[j + 1] = sample_token(cl, req.code_predictor, r);
             }
             frame_timing timing{talker_ms, ms_since(tc)};
-            res.codes.insert(res.codes.end(), frame.begin(), frame.end());
-            res.timings.push_back(timing);
-            res.n_frames = t + 1;
-            if (on_frame && !on_frame(t, frame.data(), timing)) {
+            if (on_frame && !on_frame(t, frame.data(), timing)) {   // a refused frame is not kept
                 res.reason = stop_reason::cancelled;
                 break;
             }
+            res.codes.insert(res.codes.end(), frame.begin(), frame.end());
+            res.timings.push_back(timing);
+            res.n_frames = t + 1;
             if (t + 1 >= req.max_frames) {
                 res.reason = stop_reason::limit;
                 break;

@@ -1,0 +1,313 @@
+"""The Python API: load a model, synthesize text to audio, or stream audio while frames are made."""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Iterator
+
+import numpy as np
+
+from kazeia import _native
+
+from .model_file import ModelFile, ModelInfo
+from .prompt import PromptBuilder, PromptPlan, Voice
+from .speech_decoder import SpeechDecoder
+from .threads import default_threads
+
+FRAMES_PER_TOKEN = 16      # slow, emotional speech stays far below this (normal speech: ~4)
+HEADROOM_FRAMES = 100      # 8 s on top, for short texts
+
+
+@dataclass
+class SamplingParams:
+    """Token choice for the talker (code 0 of each frame) and the code predictor (codes 1..15).
+    `from_model` takes the defaults stored in the model file."""
+    do_sample: bool = True
+    temperature: float = 0.9
+    top_k: int = 50
+    top_p: float = 1.0
+    repetition_penalty: float = 1.05
+    cp_do_sample: bool = True
+    cp_temperature: float = 0.9
+    cp_top_k: int = 50
+    cp_top_p: float = 1.0
+    seed: int = 0
+    max_frames: int | None = None   # None: derived from the text length (runaway guard)
+
+    @classmethod
+    def from_model(cls, info: ModelInfo, **overrides) -> "SamplingParams":
+        d = info.sampling_defaults
+        base = cls(do_sample=d.get("do_sample", True), temperature=d.get("temperature", 0.9), top_k=d.get("top_k", 50),
+                   top_p=d.get("top_p", 1.0), repetition_penalty=d.get("repetition_penalty", 1.05),
+                   cp_do_sample=d.get("subtalker_do_sample", True), cp_temperature=d.get("subtalker_temperature", 0.9),
+                   cp_top_k=d.get("subtalker_top_k", 50), cp_top_p=d.get("subtalker_top_p", 1.0))
+        return replace(base, **overrides)
+
+    def greedy(self) -> "SamplingParams":
+        return replace(self, do_sample=False, cp_do_sample=False)
+
+    def validate(self) -> None:
+        for name in ("temperature", "cp_temperature"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        for name in ("top_p", "cp_top_p"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in (0, 1]")
+        for name in ("top_k", "cp_top_k"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0 (0 = off)")
+        if self.repetition_penalty <= 0:
+            raise ValueError("repetition_penalty must be positive")
+        if self.max_frames is not None and self.max_frames < 1:
+            raise ValueError("max_frames must be at least 1")
+        if not 0 <= self.seed < 2 ** 64:
+            raise ValueError("seed must be in [0, 2**64)")
+
+
+@dataclass
+class Timings:
+    """Per-stage timings of one synthesis; CLI, bench and GUI all print from this."""
+    tokenize_ms: float = 0.0
+    prefill_ms: float = 0.0
+    talker_ms: list[float] = field(default_factory=list)           # per frame
+    code_predictor_ms: list[float] = field(default_factory=list)   # per frame
+    decoder_ms: list[float] = field(default_factory=list)          # per frame (streaming) or spread evenly
+    ttfa_ms: float = 0.0        # call start -> first audio available
+    total_ms: float = 0.0
+    frames: int = 0
+    frame_seconds: float = 0.08
+
+    @property
+    def audio_seconds(self) -> float:
+        return self.frames * self.frame_seconds
+
+    @property
+    def rtf(self) -> float:
+        """compute time / audio time (below 1: faster than real time)"""
+        return (self.total_ms / 1000) / self.audio_seconds if self.frames else float("nan")
+
+    def mean_ms(self, stage: str) -> float:
+        values = getattr(self, f"{stage}_ms")
+        return float(np.mean(values)) if values else 0.0
+
+    def summary(self) -> str:
+        return (f"tokenize {self.tokenize_ms:.1f} ms, prefill {self.prefill_ms:.1f} ms; per frame: talker "
+                f"{self.mean_ms('talker'):.1f} ms, code predictor {self.mean_ms('code_predictor'):.1f} ms, decoder "
+                f"{self.mean_ms('decoder'):.1f} ms; {self.frames} frames ({self.audio_seconds:.2f} s), TTFA "
+                f"{self.ttfa_ms:.0f} ms, RTF {self.rtf:.2f}")
+
+
+@dataclass
+class Result:
+    audio: np.ndarray          # float32, mono
+    sample_rate: int
+    codes: np.ndarray          # [frames, 16]
+    timings: Timings
+    stop_reason: str           # eos | limit | cancelled
+
+
+@dataclass
+class Chunk:
+    audio: np.ndarray          # the samples of `frames` new frames
+    first_frame: int
+    frames: int
+    timings: Timings           # running totals so far
+
+
+class Engine:
+    """A loaded model ready to speak. One synthesis runs at a time per engine."""
+
+    def __init__(self, model: ModelFile, threads: int | None = None):
+        self.model = model
+        self.threads = threads or default_threads()
+        self._prompts = PromptBuilder(model)
+        self._native = _native.TtsEngine(model.native, self.threads)
+        self._decoder = SpeechDecoder(model, threads=self.threads)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, threads: int | None = None) -> "Engine":
+        return cls(ModelFile(path), threads=threads)
+
+    @property
+    def info(self) -> ModelInfo:
+        return self.model.info
+
+    @staticmethod
+    def devices() -> list[dict]:
+        return _native.devices()
+
+    # -- requests ----------------------------------------------------------------------------
+    def _prepare(self, text, speaker, language, instruct, voice, sampling, streaming_text):
+        start = time.perf_counter()
+        sampling = sampling or SamplingParams.from_model(self.info)
+        sampling.validate()
+        plan = self._prompts.build(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
+                                   streaming_text=streaming_text)
+        timings = Timings(tokenize_ms=1000 * (time.perf_counter() - start),
+                          frame_seconds=1 / self.info.frame_rate)
+        return plan, sampling, timings, start
+
+    def max_frames_for(self, plan: PromptPlan, sampling: SamplingParams) -> int:
+        """Runaway guard: generous for slow speech, bounded by the model's own limit."""
+        limit = int(self.info.sampling_defaults.get("max_new_tokens", 8192)) - 1
+        if sampling.max_frames is not None:
+            return min(sampling.max_frames, limit)
+        return min(HEADROOM_FRAMES + FRAMES_PER_TOKEN * plan.body_tokens, limit)
+
+    def _generate(self, plan: PromptPlan, sampling: SamplingParams, on_frame) -> dict:
+        def stage(do, t, k, p):
+            return dict(do_sample=bool(do), temperature=float(t), top_k=int(k), top_p=float(p))
+        return self._native.generate(
+            trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
+            talker=stage(sampling.do_sample, sampling.temperature, sampling.top_k, sampling.top_p),
+            code_predictor=stage(sampling.cp_do_sample, sampling.cp_temperature, sampling.cp_top_k, sampling.cp_top_p),
+            repetition_penalty=float(sampling.repetition_penalty), min_new_tokens=2,
+            max_frames=self.max_frames_for(plan, sampling), seed=int(sampling.seed), on_frame=on_frame,
+            **plan.arrays(self._prompts.hidden))
+
+    def synthesize(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
+                   instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
+                   streaming_text: bool | None = None) -> Result:
+        """Generate all frames, then decode them (exactly as the reference decodes)."""
+        with self._lock:
+            plan, sampling, timings, start = self._prepare(text, speaker, language, instruct, voice, sampling,
+                                                           streaming_text)
+            out = self._generate(plan, sampling, None)
+            codes = out["codes"]
+            t_dec = time.perf_counter()
+            audio = self._decode(codes, voice)
+            dec_ms = 1000 * (time.perf_counter() - t_dec)
+            self._fill(timings, out, [dec_ms / max(len(codes), 1)] * len(codes), start)
+            timings.ttfa_ms = timings.total_ms
+            return Result(audio, self.info.sample_rate, codes, timings, out["stop_reason"])
+
+    def stream(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
+               instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
+               streaming_text: bool | None = None) -> "AudioStream":
+        """Audio chunks as frames are produced (through the streaming decoder). Iterate it; call
+        cancel() to stop within one frame; `result` holds the totals once it has finished."""
+        plan, sampling, timings, start = self._prepare(text, speaker, language, instruct, voice, sampling,
+                                                       streaming_text)
+        return AudioStream(self, plan, sampling, timings, start, icl_codes(voice))
+
+    def _decode(self, codes: np.ndarray, voice: Voice | None) -> np.ndarray:
+        """In-context cloning decodes the reference codes first and cuts their share of the
+        waveform, with the reference's own rounding (int(ref / total * samples))."""
+        ref = icl_codes(voice)
+        if ref is None:
+            return self._decoder.decode(codes) if len(codes) else np.zeros(0, np.float32)
+        full = self._decoder.decode(np.concatenate([ref, codes]))
+        cut = int(len(ref) / max(len(ref) + len(codes), 1) * len(full))
+        return full[cut:]
+
+    @staticmethod
+    def _fill(timings: Timings, out: dict, decoder_ms: list[float], start: float) -> None:
+        timings.prefill_ms = float(out["prefill_ms"])
+        t = out["timings_ms"]
+        timings.talker_ms = [float(x) for x in t[:, 0]]
+        timings.code_predictor_ms = [float(x) for x in t[:, 1]]
+        timings.decoder_ms = decoder_ms
+        timings.frames = len(out["codes"])
+        timings.total_ms = 1000 * (time.perf_counter() - start)
+
+
+def icl_codes(voice: Voice | None) -> np.ndarray | None:
+    if voice is None or voice.ref_codes is None:
+        return None
+    return np.asarray(voice.ref_codes, np.int32)
+
+
+_DONE = object()
+
+
+class AudioStream:
+    """Iterator of Chunk; generation runs on a worker thread with the GIL released."""
+
+    def __init__(self, engine: Engine, plan: PromptPlan, sampling: SamplingParams, timings: Timings, start: float,
+                 prime_codes: np.ndarray | None = None):
+        self._engine = engine
+        self._queue: queue.Queue = queue.Queue()
+        self._cancel = threading.Event()
+        self._timings = timings
+        self._start = start
+        self._codes: list[np.ndarray] = []
+        self._audio: list[np.ndarray] = []
+        self.result: Result | None = None
+        self.error: BaseException | None = None
+        self._decoder = engine._decoder.stream()
+        # in-context cloning: the decoder hears the reference codes first (their audio is dropped;
+        # the reference cuts int(ref / total * samples), which can keep one more sample: see README)
+        self._prime_codes = prime_codes
+        self._thread = threading.Thread(target=self._run, args=(plan, sampling), daemon=True,
+                                        name="kazeia-synthesis")
+        self._thread.start()
+
+    def _on_frame(self, index: int, codes: np.ndarray, talker_ms: float, cp_ms: float) -> bool:
+        if self._cancel.is_set():
+            return False
+        t0 = time.perf_counter()
+        audio = self._decoder.push(codes[None, :])
+        t = self._timings
+        t.decoder_ms.append(1000 * (time.perf_counter() - t0))
+        t.talker_ms.append(talker_ms)
+        t.code_predictor_ms.append(cp_ms)
+        t.frames = index + 1
+        if index == 0:
+            t.ttfa_ms = 1000 * (time.perf_counter() - self._start)
+        t.total_ms = 1000 * (time.perf_counter() - self._start)
+        self._codes.append(codes.copy())
+        self._audio.append(audio)
+        self._queue.put(Chunk(audio, index, 1, replace(t, talker_ms=list(t.talker_ms),
+                                                        code_predictor_ms=list(t.code_predictor_ms),
+                                                        decoder_ms=list(t.decoder_ms))))
+        return True
+
+    def _run(self, plan: PromptPlan, sampling: SamplingParams) -> None:
+        try:
+            with self._engine._lock:
+                if self._prime_codes is not None:
+                    self._decoder.push(self._prime_codes)
+                out = self._engine._generate(plan, sampling, self._on_frame)
+            t = self._timings
+            t.prefill_ms = float(out["prefill_ms"])
+            t.total_ms = 1000 * (time.perf_counter() - self._start)
+            codes = out["codes"]
+            audio = np.concatenate(self._audio) if self._audio else np.zeros(0, np.float32)
+            self.result = Result(audio, self._engine.info.sample_rate, codes, t, out["stop_reason"])
+        except BaseException as e:   # surfaced to the consumer by __next__
+            self.error = e
+        finally:
+            self._queue.put(_DONE)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return self
+
+    def __next__(self) -> Chunk:
+        item = self._queue.get()
+        if item is _DONE:
+            self._queue.put(_DONE)
+            if self.error is not None:
+                raise self.error
+            raise StopIteration
+        return item
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def wait(self, timeout: float | None = None) -> Result | None:
+        """Blocks until generation has ended (drains nothing); returns the result."""
+        self._thread.join(timeout)
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def __enter__(self) -> "AudioStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cancel()
+        self._thread.join()

@@ -1,0 +1,192 @@
+"""Text to codes against the reference: prompt embeddings, talker and code-predictor logits,
+greedy codes and waveforms for every golden case; sampling, streaming, cancel, errors."""
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from kazeia import _native
+from kazeia.engine import Engine, SamplingParams, Voice, open_model
+from kazeia.engine.prompt import PromptBuilder
+
+from goldens import GOLDEN
+
+MANIFEST = json.loads((GOLDEN / "manifest.json").read_text())
+CASES = sorted(MANIFEST["cases"])
+TOL = 1e-4
+
+
+def case_request(case: str):
+    meta = MANIFEST["cases"][case]
+    g = np.load(GOLDEN / f"{case}.npz")
+    st = meta["settings"]
+    voice = None
+    if meta["variant"] == "base":
+        voice = Voice(g["ref_spk_embedding"], g["ref_code"] if "ref_code" in g.files else None, st.get("ref_text"))
+    request = dict(speaker=st.get("speaker"), language=st.get("language"), instruct=st.get("instruct"), voice=voice,
+                   streaming_text=not st["non_streaming_mode"])
+    return meta["variant"], st["text"], request, g
+
+
+@pytest.fixture(scope="module")
+def engines(converted):
+    cache = {}
+
+    def get(variant):
+        if variant not in cache:
+            cache[variant] = Engine(open_model(converted(variant, "f32")), threads=2)
+        return cache[variant]
+    return get
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_prompt_and_first_logits_match_reference(engines, case, report):
+    variant, text, request, g = case_request(case)
+    engine = engines(variant)
+    plan = PromptBuilder(engine.model).build(text, **request)
+    args = plan.arrays(engine._prompts.hidden)
+    embeds = engine._native.embed(**args)
+    assert embeds.shape == g["talker_prefill_embeds"].shape
+    e_err = float(np.abs(embeds - g["talker_prefill_embeds"]).max())
+    logits, hidden = engine._native.prefill(**args)
+    l_err = float(np.abs(logits - g["talker_logits_raw"][0]).max())
+    assert e_err <= TOL and l_err <= TOL
+    assert float(np.abs(hidden - g["talker_last_hidden"][0]).max()) <= TOL
+    assert len(plan.trailing_text_ids) == len(g["talker_trailing_text_embeds"])
+    cp_err = 0.0
+    for f in range(len(g["cp_logits"])):
+        cp = engine._native.code_predictor_logits(g["talker_last_hidden"][f], g["codes"][f])
+        cp_err = max(cp_err, float(np.abs(cp - g["cp_logits"][f]).max()))
+    assert cp_err <= TOL
+    report(f"{case}: prompt embeds {e_err:.1e}, step-0 logits {l_err:.1e}, code-predictor logits {cp_err:.1e}")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_greedy_codes_and_audio_match_reference(engines, case):
+    variant, text, request, g = case_request(case)
+    engine = engines(variant)
+    frames = len(g["codes"])   # the reference ran max_new_tokens = frames + 1
+    sampling = SamplingParams.from_model(engine.info, max_frames=frames).greedy()
+    result = engine.synthesize(text, sampling=sampling, **request)
+    assert np.array_equal(result.codes, g["codes"])
+    assert result.stop_reason == "limit"
+    assert result.audio.shape == g["wav"].shape
+    assert float(np.abs(result.audio - g["wav"]).max()) <= TOL
+
+
+def demo_engine(tmp_path_factory=None):
+    from kazeia.engine import demo_model_path
+    return Engine.load(demo_model_path(), threads=2)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return demo_engine()
+
+
+def test_seeded_sampling_is_repeatable(demo):
+    s = SamplingParams.from_model(demo.info, seed=7, max_frames=12)
+    a = demo.synthesize("Seeded runs repeat.", speaker="vivian", sampling=s)
+    b = demo.synthesize("Seeded runs repeat.", speaker="vivian", sampling=s)
+    c = demo.synthesize("Seeded runs repeat.", speaker="vivian", sampling=SamplingParams.from_model(demo.info, seed=8, max_frames=12))
+    assert np.array_equal(a.codes, b.codes) and np.array_equal(a.audio, b.audio)
+    assert not np.array_equal(a.codes, c.codes)
+    assert a.codes.shape == (12, 16) and a.audio.shape == (12 * 1920,)
+
+
+def test_stream_matches_synthesize_and_reports_timings(demo):
+    s = SamplingParams.from_model(demo.info, seed=3, max_frames=10)
+    full = demo.synthesize("Streaming gives the same audio.", speaker="ryan", sampling=s)
+    stream = demo.stream("Streaming gives the same audio.", speaker="ryan", sampling=s)
+    chunks = list(stream)
+    assert [c.first_frame for c in chunks] == list(range(10))
+    audio = np.concatenate([c.audio for c in chunks])
+    assert np.array_equal(audio, full.audio)
+    r = stream.result
+    assert np.array_equal(r.codes, full.codes) and r.stop_reason == "limit"
+    t = r.timings
+    assert t.frames == 10 and len(t.talker_ms) == len(t.code_predictor_ms) == len(t.decoder_ms) == 10
+    assert 0 < t.ttfa_ms <= t.total_ms and t.prefill_ms > 0 and t.rtf > 0
+    assert "TTFA" in t.summary() and "code predictor" in t.summary()
+
+
+def test_cancel_stops_within_a_frame(demo):
+    stream = demo.stream("A long text that would run for a while before the guard stops it.", speaker="aiden",
+                         sampling=SamplingParams.from_model(demo.info, max_frames=400))
+    first = next(stream)
+    stream.cancel()
+    rest = list(stream)
+    result = stream.result
+    assert result.stop_reason == "cancelled"
+    assert first.first_frame == 0 and len(rest) <= 2
+    assert len(result.codes) == 1 + len(rest)
+
+
+def test_gil_is_released_during_synthesis(demo):
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(1)
+            stop.wait(0.001)
+    t = threading.Thread(target=count)
+    t.start()
+    demo.synthesize("The interpreter keeps running meanwhile.", speaker="serena",
+                    sampling=SamplingParams.from_model(demo.info, max_frames=20))
+    stop.set()
+    t.join()
+    assert len(ticks) > 20
+
+
+def test_runaway_guard(demo):
+    plan = demo._prompts.build("Short.", speaker="vivian")
+    default = demo.max_frames_for(plan, SamplingParams())
+    assert default >= 100 + 16 * plan.body_tokens - 1
+    assert demo.max_frames_for(plan, SamplingParams(max_frames=5)) == 5
+    r = demo.synthesize("Short.", speaker="vivian", sampling=SamplingParams(max_frames=5))
+    assert r.stop_reason == "limit" and len(r.codes) == 5
+
+
+def test_clear_errors(demo, engines):
+    with pytest.raises(ValueError, match="unknown speaker 'bob'; choose one of: serena"):
+        demo.synthesize("hi", speaker="bob")
+    with pytest.raises(ValueError, match="unknown language 'elvish'; choose one of: auto, chinese"):
+        demo.synthesize("hi", speaker="vivian", language="elvish")
+    with pytest.raises(ValueError, match="text is empty"):
+        demo.synthesize("   ", speaker="vivian")
+    with pytest.raises(ValueError, match="needs a speaker"):
+        demo.synthesize("hi")
+    with pytest.raises(ValueError, match="voice profiles need a Base model"):
+        demo.synthesize("hi", speaker="vivian", voice=Voice(np.zeros(64, np.float32)))
+    with pytest.raises(ValueError, match="temperature must be positive"):
+        demo.synthesize("hi", speaker="vivian", sampling=SamplingParams(temperature=0))
+    vd = engines("voice_design")
+    with pytest.raises(ValueError, match="no named speakers"):
+        vd.synthesize("hi", speaker="vivian", instruct="calm")
+    with pytest.raises(ValueError, match="needs an instruction"):
+        vd.synthesize("hi")
+    base = engines("base")
+    with pytest.raises(ValueError, match="cloned voice"):
+        base.synthesize("hi")
+    with pytest.raises(ValueError, match="x-vector has 3 values"):
+        base.synthesize("hi", voice=Voice(np.zeros(3, np.float32)))
+
+
+def test_sampler_follows_the_warpers():
+    logits = np.array([2.0, 1.0, 0.5, 0.0, -1.0], np.float32)
+    cfg = dict(do_sample=True, temperature=1.0, top_k=0, top_p=1.0)
+    draws = _native.sample_tokens(logits, cfg, 1, 20000)
+    freq = np.bincount(draws, minlength=5) / len(draws)
+    p = np.exp(logits) / np.exp(logits).sum()
+    assert np.abs(freq - p).max() < 0.015
+    assert np.array_equal(_native.sample_tokens(logits, cfg, 1, 50), _native.sample_tokens(logits, cfg, 1, 50))
+    assert set(_native.sample_tokens(logits, {**cfg, "top_k": 2}, 2, 2000)) == {0, 1}
+    assert set(_native.sample_tokens(logits, {**cfg, "top_p": 0.5}, 3, 500)) == {0}
+    assert set(_native.sample_tokens(logits, {**cfg, "do_sample": False}, 4, 10)) == {0}
+    cold = np.bincount(_native.sample_tokens(logits, {**cfg, "temperature": 0.5}, 5, 20000), minlength=5) / 20000
+    p_cold = np.exp(logits / 0.5) / np.exp(logits / 0.5).sum()
+    assert np.abs(cold - p_cold).max() < 0.015
