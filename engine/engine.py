@@ -19,6 +19,7 @@ from .threads import default_threads
 
 FRAMES_PER_TOKEN = 16      # slow, emotional speech stays far below this (normal speech: ~4)
 HEADROOM_FRAMES = 100      # 8 s on top, for short texts
+MAX_TEXT_TOKENS = 2048     # one request: several minutes of speech; longer texts go in parts
 
 
 @dataclass
@@ -147,6 +148,13 @@ class Engine:
         sampling.validate()
         plan = self._prompts.build(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
                                    streaming_text=streaming_text)
+        if plan.body_tokens > MAX_TEXT_TOKENS:
+            raise ValueError(f"text too long: {plan.body_tokens} tokens in one request (at most {MAX_TEXT_TOKENS}, "
+                             "several minutes of speech); split it into paragraphs")
+        positions = len(plan) + self.max_frames_for(plan, sampling) + 1
+        if positions > self.info.hparams["talker"]["max_position_embeddings"]:
+            raise ValueError(f"prompt and frame limit need {positions} positions; the model handles "
+                             f"{self.info.hparams['talker']['max_position_embeddings']}: shorten the text or max_frames")
         timings = Timings(tokenize_ms=1000 * (time.perf_counter() - start),
                           frame_seconds=1 / self.info.frame_rate)
         return plan, sampling, timings, start

@@ -169,6 +169,8 @@ def test_clear_errors(demo, engines):
         vd.synthesize("hi", speaker="vivian", instruct="calm")
     with pytest.raises(ValueError, match="needs an instruction"):
         vd.synthesize("hi")
+    with pytest.raises(ValueError, match="text too long"):
+        demo.synthesize("word " * 20000, speaker="vivian")
     base = engines("base")
     with pytest.raises(ValueError, match="cloned voice"):
         base.synthesize("hi")
