@@ -124,9 +124,10 @@ class Engine:
     def __init__(self, model: ModelFile, threads: int | None = None):
         self.model = model
         self.threads = threads or default_threads()
+        self._pool = _native.ThreadPool(self.threads)   # one persistent pool for every stage
         self._prompts = PromptBuilder(model)
-        self._native = _native.TtsEngine(model.native, self.threads)
-        self._decoder = SpeechDecoder(model, threads=self.threads)
+        self._native = _native.TtsEngine(model.native, self._pool)
+        self._decoder = SpeechDecoder(model, pool=self._pool)
         self._lock = threading.Lock()
 
     @classmethod

@@ -30,7 +30,7 @@ class DecoderStream:
         hp = decoder.model.info.hparams["decoder"]
         self._n_q, self._cb = hp["num_quantizers"], hp["codebook_size"]
         self.sample_rate = decoder.model.info.sample_rate
-        self._native = _native.SpeechDecoderStream(decoder._native, decoder.threads,
+        self._native = _native.SpeechDecoderStream(decoder._native, decoder.pool,
                                                    reference_chunking=decoder.reference_chunking,
                                                    max_graph_frames=max_graph_frames)
         self._decoder = decoder   # keeps the weights alive while the stream lives
@@ -54,9 +54,11 @@ class SpeechDecoder:
     """Offline decoding. `reference_chunking` (default) decodes in 300-frame chunks restarted with
     25 frames of left context, exactly as the reference does; False decodes in one pass."""
 
-    def __init__(self, model: ModelFile, threads: int | None = None, reference_chunking: bool = True):
+    def __init__(self, model: ModelFile, threads: int | None = None, reference_chunking: bool = True,
+                 pool: "_native.ThreadPool | None" = None):
         self.model = model
-        self.threads = threads or default_threads()
+        self.pool = pool or _native.ThreadPool(threads or default_threads())   # shared by all streams
+        self.threads = self.pool.n_threads
         self.reference_chunking = reference_chunking
         self._native = _native.SpeechDecoder(model.native)   # weights prepared once, shared by streams
         self._offline: DecoderStream | None = None

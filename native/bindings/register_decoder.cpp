@@ -4,6 +4,7 @@
 #include "bindings.h"
 #include "kazeia/model.h"
 #include "kazeia/speech_decoder.h"
+#include "runtime/thread_pool.h"
 
 namespace py = pybind11;
 
@@ -32,19 +33,18 @@ void register_decoder(py::module_ & m) {
              "The model's decoder weights, prepared once (kernels rearranged, Snake exponentials)");
 
     py::class_<speech_decoder_stream>(m, "SpeechDecoderStream")
-        .def(py::init([](std::shared_ptr<speech_decoder> decoder, int n_threads, bool reference_chunking, int chunk_frames,
+        .def(py::init([](std::shared_ptr<speech_decoder> decoder, std::shared_ptr<thread_pool> pool, bool reference_chunking, int chunk_frames,
                          int left_context, int max_graph_frames, bool profile) {
                  speech_decoder_options o;
-                 o.n_threads = n_threads;
                  o.reference_chunking = reference_chunking;
                  o.chunk_frames = chunk_frames;
                  o.left_context = left_context;
                  o.max_graph_frames = max_graph_frames;
                  o.profile = profile;
                  py::gil_scoped_release release;
-                 return std::make_unique<speech_decoder_stream>(std::move(decoder), o);
+                 return std::make_unique<speech_decoder_stream>(std::move(decoder), std::move(pool), o);
              }),
-             py::arg("decoder"), py::arg("n_threads") = 1, py::arg("reference_chunking") = true,
+             py::arg("decoder"), py::arg("pool"), py::arg("reference_chunking") = true,
              py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 24, py::arg("profile") = false)
         .def("push", [](speech_decoder_stream & s, const codes_array & codes) {
             int64_t n = 0;

@@ -2,12 +2,17 @@
 
 #include "bindings.h"
 #include "kazeia/devices.h"
+#include "runtime/thread_pool.h"
 
 namespace py = pybind11;
 
 namespace kazeia::bindings {
 
 void register_devices(py::module_ & m) {
+    py::class_<thread_pool, std::shared_ptr<thread_pool>>(m, "ThreadPool")
+        .def(py::init<int>(), py::arg("n_threads"))
+        .def_property_readonly("n_threads", &thread_pool::n_threads);
+
     m.def("devices", [] {
         py::list out;
         for (const auto & d : devices_list()) {

@@ -6,6 +6,7 @@
 #include "kazeia/model.h"
 #include "kazeia/tts.h"
 #include "runtime/sampler.h"
+#include "runtime/thread_pool.h"
 
 namespace py = pybind11;
 
@@ -65,11 +66,11 @@ void register_tts(py::module_ & m) {
     }, py::arg("logits"), py::arg("config"), py::arg("seed"), py::arg("n"));
 
     py::class_<tts_engine>(m, "TtsEngine")
-        .def(py::init([](const model & mdl, int n_threads) {
+        .def(py::init([](const model & mdl, std::shared_ptr<thread_pool> pool) {
                  py::gil_scoped_release release;
-                 return std::make_unique<tts_engine>(mdl, n_threads);
+                 return std::make_unique<tts_engine>(mdl, std::move(pool));
              }),
-             py::arg("model"), py::arg("n_threads") = 1, py::keep_alive<1, 2>())
+             py::arg("model"), py::arg("pool"), py::keep_alive<1, 2>())
         .def_property_readonly("hidden_size", &tts_engine::hidden_size)
         .def_property_readonly("n_code_groups", &tts_engine::n_code_groups)
         .def("generate", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,

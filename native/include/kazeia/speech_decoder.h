@@ -16,9 +16,9 @@
 namespace kazeia {
 
 class model;
+class thread_pool;
 
 struct speech_decoder_options {
-    int n_threads = 1;
     bool reference_chunking = true;   // restart every chunk_frames with left_context frames, as the reference
     int chunk_frames = 300;
     int left_context = 25;
@@ -45,7 +45,8 @@ private:
 
 class speech_decoder_stream {
 public:
-    speech_decoder_stream(std::shared_ptr<const speech_decoder> decoder, const speech_decoder_options & options);
+    speech_decoder_stream(std::shared_ptr<const speech_decoder> decoder, std::shared_ptr<thread_pool> pool,
+                          const speech_decoder_options & options);
     ~speech_decoder_stream();
     speech_decoder_stream(const speech_decoder_stream &) = delete;
     speech_decoder_stream & operator=(const speech_decoder_stream &) = delete;

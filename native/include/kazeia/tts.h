@@ -13,6 +13,7 @@
 namespace kazeia {
 
 class model;
+class thread_pool;
 
 // One prompt row = T(text id) + C(codec id) + sum_j E_j(frame code j) + vector; absent parts are -1
 // (or empty arrays).
@@ -55,7 +56,7 @@ using frame_callback = std::function<bool(int64_t frame, const int32_t * codes, 
 
 class tts_engine {
 public:
-    tts_engine(const model & m, int n_threads);
+    tts_engine(const model & m, std::shared_ptr<thread_pool> pool);
     ~tts_engine();
     tts_engine(const tts_engine &) = delete;
     tts_engine & operator=(const tts_engine &) = delete;

@@ -18,6 +18,7 @@
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "runtime/derived_weights.h"
+#include "runtime/graph_runner.h"
 #include "runtime/custom_ops.h"
 
 namespace kazeia {
@@ -231,12 +232,10 @@ struct speech_decoder_stream::impl {
     int64_t total_frames = 0;           // frames decoded since reset()
     std::vector<int32_t> history;       // last left_context frames (reference chunking replays them)
 
-    ggml_backend_t backend = nullptr;
-    ggml_gallocr_t galloc = nullptr;
+    graph_runner runner;
 
-    impl(std::shared_ptr<const speech_decoder> decoder, const speech_decoder_options & o)
-        : owner(std::move(decoder)), W(owner->prepared()), hp(W.hp), opt(o) {
-        if (opt.n_threads < 1) throw std::invalid_argument("n_threads must be at least 1");
+    impl(std::shared_ptr<const speech_decoder> decoder, std::shared_ptr<thread_pool> pool, const speech_decoder_options & o)
+        : owner(std::move(decoder)), W(owner->prepared()), hp(W.hp), opt(o), runner(std::move(pool), k_graph_size) {
         if (opt.chunk_frames <= opt.left_context || opt.left_context < 0) {
             throw std::invalid_argument("chunk_frames must exceed left_context >= 0");
         }
@@ -244,15 +243,9 @@ struct speech_decoder_stream::impl {
         kv_ctx = hp.sliding_window - 1;
         kv_keep = kv_ctx + k_kv_align - 1;
         build_state();
-        backend = ggml_backend_cpu_init();
-        if (!backend) throw std::runtime_error("cannot start the CPU backend");
-        ggml_backend_cpu_set_n_threads(backend, opt.n_threads);
-        galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
     }
 
     ~impl() {
-        if (galloc) ggml_gallocr_free(galloc);
-        if (backend) ggml_backend_free(backend);
         if (state_buf) ggml_backend_buffer_free(state_buf);
         if (state_ctx) ggml_free(state_ctx);
     }
@@ -499,11 +492,8 @@ struct speech_decoder_stream::impl {
 
     // Decodes n frames with the current state; appends their audio to `out` (if non-null).
     void run(const int32_t * codes, int64_t n, std::vector<float> * out, std::map<std::string, stage_output> * stages) {
-        const size_t meta = ggml_tensor_overhead() * k_graph_size + ggml_graph_overhead_custom(k_graph_size, false) +
-                            ggml_graph_overhead_custom(1, false);
-        ggml_init_params params{meta, nullptr, true};
-        ggml_context * ctx = ggml_init(params);
-        ggml_cgraph * gf = ggml_new_graph_custom(ctx, k_graph_size, false);
+        ggml_context * ctx = runner.begin();
+        ggml_cgraph * gf = runner.graph();
         std::map<std::string, ggml_tensor *> stage_tensors;
         graph_ctx g{ctx, gf, stages ? &stage_tensors : nullptr};
 
@@ -519,10 +509,7 @@ struct speech_decoder_stream::impl {
         ggml_build_forward_expand(gf, wav);
         for (auto & [name, t] : stage_tensors) ggml_build_forward_expand(gf, t);
 
-        if (!ggml_gallocr_alloc_graph(galloc, gf)) {
-            ggml_free(ctx);
-            throw std::runtime_error("cannot allocate the speech decoder's compute buffer");
-        }
+        runner.allocate();
         std::vector<int32_t> by_codebook(size_t(n) * hp.n_quantizers);   // frame-major -> codebook-major
         for (int64_t i = 0; i < n; ++i) {
             for (int q = 0; q < hp.n_quantizers; ++q) by_codebook[size_t(q) * n + i] = codes[i * hp.n_quantizers + q];
@@ -544,10 +531,10 @@ struct speech_decoder_stream::impl {
         }
         ggml_backend_tensor_set(t_mask, mask.data(), 0, ggml_nbytes(t_mask));
 
-        const ggml_status status = opt.profile ? compute_profiled(ctx, gf) : ggml_backend_graph_compute(backend, gf);
-        if (status != GGML_STATUS_SUCCESS) {
-            ggml_free(ctx);
-            throw std::runtime_error("speech decoder graph failed");
+        if (opt.profile) {
+            compute_profiled(ctx, gf);
+        } else {
+            runner.compute();
         }
         if (out) {
             const size_t before = out->size();
@@ -561,13 +548,12 @@ struct speech_decoder_stream::impl {
             ggml_backend_tensor_get(t, so.values.data(), 0, ggml_nbytes(t));
             (*stages)[name] = std::move(so);
         }
-        ggml_free(ctx);
         position += n;
     }
 
     std::map<std::string, double> profile_seconds;
 
-    ggml_status compute_profiled(ggml_context * ctx, ggml_cgraph * gf) {
+    void compute_profiled(ggml_context * ctx, ggml_cgraph * gf) {
         ggml_cgraph * one = ggml_new_graph_custom(ctx, 1, false);
         std::string stage = "quantizer";
         for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
@@ -575,15 +561,15 @@ struct speech_decoder_stream::impl {
             ggml_graph_clear(one);
             ggml_graph_add_node(one, node);
             const int64_t t0 = ggml_time_us();
-            const ggml_status st = ggml_backend_graph_compute(backend, one);
-            if (st != GGML_STATUS_SUCCESS) return st;
+            if (ggml_backend_graph_compute(runner.backend(), one) != GGML_STATUS_SUCCESS) {
+                throw std::runtime_error("speech decoder graph failed");
+            }
             profile_seconds[stage + "/" + ggml_op_desc(node)] += 1e-6 * double(ggml_time_us() - t0);
             const std::string name = ggml_get_name(node);
             if (name.find("_out") != std::string::npos || name.find("decoder_") == 0 || name.find("upsample_") == 0) {
                 stage = "after " + name;
             }
         }
-        return GGML_STATUS_SUCCESS;
     }
 
     void remember(const int32_t * codes, int64_t n) {
@@ -633,8 +619,8 @@ const speech_decoder::weights & speech_decoder::prepared() const { return *w_; }
 const model & speech_decoder::source() const { return w_->m; }
 
 speech_decoder_stream::speech_decoder_stream(std::shared_ptr<const speech_decoder> decoder,
-                                             const speech_decoder_options & options)
-    : p_(std::make_unique<impl>(std::move(decoder), options)) {}
+                                             std::shared_ptr<thread_pool> pool, const speech_decoder_options & options)
+    : p_(std::make_unique<impl>(std::move(decoder), std::move(pool), options)) {}
 
 speech_decoder_stream::~speech_decoder_stream() = default;
 

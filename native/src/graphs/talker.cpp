@@ -54,10 +54,10 @@ struct tts_engine::impl {
         return t;
     }
 
-    impl(const model & model_, int n_threads)
+    impl(const model & model_, std::shared_ptr<thread_pool> pool)
         : m(model_), hp(model_.hparams()), hidden(hp.talker.tfm.hidden), n_groups(hp.talker.n_code_groups),
           codec_vocab(hp.talker.codec_vocab), cp_vocab(hp.code_predictor.vocab),
-          talker(model_, "talker.", hp.talker.tfm), cp(model_, "cp.", hp.code_predictor.tfm), runner(n_threads) {
+          talker(model_, "talker.", hp.talker.tfm), cp(model_, "cp.", hp.code_predictor.tfm), runner(std::move(pool)) {
         text_embd = w("talker.text_embd.weight");
         fc1_w = w("talker.text_proj.fc1.weight");
         fc1_b = w("talker.text_proj.fc1.bias");
@@ -288,7 +288,7 @@ struct tts_engine::impl {
     }
 };
 
-tts_engine::tts_engine(const model & m, int n_threads) : p_(std::make_unique<impl>(m, n_threads)) {}
+tts_engine::tts_engine(const model & m, std::shared_ptr<thread_pool> pool) : p_(std::make_unique<impl>(m, std::move(pool))) {}
 tts_engine::~tts_engine() = default;
 
 generation_result tts_engine::generate(const generation_request & request, const frame_callback & on_frame) {
