@@ -28,17 +28,17 @@ def reference_python() -> Path | None:
     return next((p for p in candidates if p.exists()), None)
 
 
-def bench_model(size: str, decoder_type: str, progress: bool) -> Path:
-    """A cached full-size random model (the decoder is the same for 0.6B and 1.7B)."""
-    path = cache_dir() / f"bench-{size}-custom_voice-q8_0-dec{decoder_type}-seed0.gguf"
+def bench_model(size: str, decoder_type: str, progress: bool, out_type: str = "q8_0") -> Path:
+    """A cached full-size random model; the same seed gives the same values in every type."""
+    path = cache_dir() / f"bench-{size}-custom_voice-{out_type}-dec{decoder_type}-seed0.gguf"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        make_random_model(path, size=size, variant="custom_voice", seed=0, out_type="q8_0",
+        make_random_model(path, size=size, variant="custom_voice", seed=0, out_type=out_type,
                           decoder_type=decoder_type, progress=progress)
     return path
 
 
-def _run_reference(script: str, *args) -> dict:
+def run_reference_script(script: str, *args) -> dict:
     py = reference_python()
     if py is None:
         return {"available": False, "reason": "no reference interpreter (set KAZEIA_REF_PYTHON or run "
@@ -82,7 +82,7 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
                    "stream_ms_per_frame_p90": 1000 * float(np.percentile(per_frame, 90))},
     }
     if reference:
-        ref = _run_reference("decoder_bench.py", frames, threads, seed)
+        ref = run_reference_script("decoder_bench.py", frames, threads, seed)
         result["reference"] = ref
         if ref.get("available"):
             result["speedup_vs_reference"] = ref["ms_per_frame"] / offline_ms
@@ -90,11 +90,16 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
 
 
 def main_bench(args) -> int:
-    if args.stage != "decoder":
-        print(f"kazeia bench: stage {args.stage!r} is not implemented yet (decoder only)", file=sys.stderr)
-        return 2
-    result = bench_decoder(size=args.size, frames=args.frames, threads=args.threads, decoder_type=args.decoder_type,
-                           reference=not args.no_reference, model_path=args.model, progress=not args.quiet)
+    if args.stage == "decoder":
+        result = bench_decoder(size=args.size, frames=args.frames, threads=args.threads,
+                               decoder_type=args.decoder_type or "f32", reference=not args.no_reference,
+                               model_path=args.model, progress=not args.quiet)
+    else:
+        from .bench_tts import bench_tts
+        result = bench_tts(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
+                           frames=args.frames, threads=args.threads, reference=not args.no_reference,
+                           divergence_types=tuple(args.divergence or ()), model_path=args.model,
+                           progress=not args.quiet)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

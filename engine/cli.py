@@ -83,7 +83,7 @@ def _cmd_say(args) -> int:
     from .audio_io import write_audio
     from .demo import resolve_model
     from .engine import Engine, SamplingParams
-    engine = Engine.load(resolve_model(args.model), threads=args.threads)
+    engine = Engine.load(resolve_model(args.model), threads=args.threads, placement=args.placement)
     info = engine.info
     if info.random_weights:
         print(f"note: {info.path.name} has random weights and produces noise", file=sys.stderr)
@@ -136,6 +136,10 @@ def _cmd_devices(args) -> int:
         caps = [c for c in ("async", "host_buffer", "buffer_from_host_ptr", "events") if d[c]]
         print(f"{d['name']:<10} {d['type']:<6} {d['description']}  "
               f"memory {d['memory_free'] / 2**30:.1f}/{d['memory_total'] / 2**30:.1f} GiB  caps: {', '.join(caps) or '-'}")
+    from .placement import mode_status
+    print("placement modes:")
+    for status in mode_status(devices).values():
+        print(f"  {status.mode:<14} {'available' if status.available else 'unavailable'}: {status.reason}")
     return 0
 
 
@@ -204,14 +208,20 @@ def build_parser() -> argparse.ArgumentParser:
                       help="whole text in the prompt (default for CustomVoice and VoiceDesign)")
     s.add_argument("--codes-out", default=None, help="also save the codes [frames, 16] as .npy")
     s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--placement", default="cpu", choices=["cpu", "accel-weights", "accel-sched"],
+                   help="where the stages run (kazeia devices lists what is available)")
     s.set_defaults(func=_cmd_say)
 
     b = sub.add_parser("bench", help="benchmark on full-size random weights (JSON)")
-    b.add_argument("--stage", choices=["decoder"], default="decoder")
+    b.add_argument("--stage", choices=["all", "decoder"], default="all",
+                   help="all: the whole pipeline per stage (default); decoder: the speech decoder alone")
+    b.add_argument("--type", choices=FILE_TYPES, default="q8_0", help="talker / code-predictor weights")
+    b.add_argument("--divergence", nargs="*", choices=["q8_0", "q4_k", "f16", "bf16"], default=None,
+                   help="also measure these types against f32 (logit KL, top-5 and code agreement)")
     b.add_argument("--size", choices=["0.6b", "1.7b"], default="0.6b")
     b.add_argument("--frames", type=int, default=50)
     b.add_argument("--threads", type=int, default=None)
-    b.add_argument("--decoder-type", choices=HALF_OR_F32, default="f32")
+    b.add_argument("--decoder-type", choices=HALF_OR_F32, default=None, help="default f16 (stage all), f32 (decoder)")
     b.add_argument("--model", default=None, help="benchmark this file instead of a cached random model")
     b.add_argument("--no-reference", action="store_true", help="skip the PyTorch reference")
     b.add_argument("--json", default=None, help="also write the result to this file")

@@ -12,6 +12,7 @@ import numpy as np
 
 from kazeia import _native
 
+from . import placement as placements
 from .model_file import ModelFile, ModelInfo
 from .prompt import PromptBuilder, PromptPlan, Voice
 from .speech_decoder import SpeechDecoder
@@ -121,18 +122,28 @@ class Chunk:
 class Engine:
     """A loaded model ready to speak. One synthesis runs at a time per engine."""
 
-    def __init__(self, model: ModelFile, threads: int | None = None):
+    def __init__(self, model: ModelFile, threads: int | None = None, placement: str | dict | None = None):
         self.model = model
         self.threads = threads or default_threads()
         self._pool = _native.ThreadPool(self.threads)   # one persistent pool for every stage
         self._prompts = PromptBuilder(model)
-        self._native = _native.TtsEngine(model.native, self._pool)
-        self._decoder = SpeechDecoder(model, pool=self._pool)
         self._lock = threading.Lock()
+        self.set_placement(placement)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, threads: int | None = None) -> "Engine":
-        return cls(ModelFile(path), threads=threads)
+    def load(cls, path: str | os.PathLike, threads: int | None = None, placement: str | dict | None = None) -> "Engine":
+        return cls(ModelFile(path), threads=threads, placement=placement)
+
+    def set_placement(self, placement: str | dict | None) -> None:
+        """cpu | accel-weights | accel-sched, for all stages or per stage ({"talker": ...}).
+        Takes effect on the next synthesis; the model file is not read again."""
+        chosen = placements.resolve(placement)
+        with self._lock:
+            self._native = _native.TtsEngine(self.model.native, self._pool,
+                                             talker_scheduled=chosen["talker"] == "accel-sched",
+                                             code_predictor_scheduled=chosen["code_predictor"] == "accel-sched")
+            self._decoder = SpeechDecoder(self.model, pool=self._pool, scheduled=chosen["decoder"] == "accel-sched")
+            self.placement = chosen
 
     @property
     def info(self) -> ModelInfo:

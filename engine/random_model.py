@@ -81,7 +81,10 @@ def model_config(size: str, variant: str, text_vocab: int, special_ids: dict[str
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     h, inter, layers, heads, kv, hd, text_hidden = _TALKER[size]
+    # multimodal RoPE sections (all three streams are equal in TTS: plain RoPE, but the reference reads them)
+    mrope = [hd // 2 - 2 * (hd // 2 * 5 // 16), hd // 2 * 5 // 16, hd // 2 * 5 // 16]
     talker = dict(_transformer(h, inter, layers, heads, kv, hd), vocab_size=3072, text_vocab_size=text_vocab,
+                  rope_scaling={"rope_type": "default", "interleaved": True, "mrope_section": mrope},
                   text_hidden_size=text_hidden, num_code_groups=16, max_position_embeddings=32768,
                   code_predictor_config=dict(_transformer(*_CODE_PREDICTOR[size]), vocab_size=2048,
                                              num_code_groups=16, max_position_embeddings=65536),

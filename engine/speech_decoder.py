@@ -32,6 +32,7 @@ class DecoderStream:
         self.sample_rate = decoder.model.info.sample_rate
         self._native = _native.SpeechDecoderStream(decoder._native, decoder.pool,
                                                    reference_chunking=decoder.reference_chunking,
+                                                   scheduled=decoder.scheduled,
                                                    max_graph_frames=max_graph_frames)
         self._decoder = decoder   # keeps the weights alive while the stream lives
 
@@ -55,10 +56,11 @@ class SpeechDecoder:
     25 frames of left context, exactly as the reference does; False decodes in one pass."""
 
     def __init__(self, model: ModelFile, threads: int | None = None, reference_chunking: bool = True,
-                 pool: "_native.ThreadPool | None" = None):
+                 pool: "_native.ThreadPool | None" = None, scheduled: bool = False):
         self.model = model
         self.pool = pool or _native.ThreadPool(threads or default_threads())   # shared by all streams
         self.threads = self.pool.n_threads
+        self.scheduled = scheduled   # compute through ggml_backend_sched (placement accel-sched)
         self.reference_chunking = reference_chunking
         self._native = _native.SpeechDecoder(model.native)   # weights prepared once, shared by streams
         self._offline: DecoderStream | None = None

@@ -34,18 +34,19 @@ void register_decoder(py::module_ & m) {
 
     py::class_<speech_decoder_stream>(m, "SpeechDecoderStream")
         .def(py::init([](std::shared_ptr<speech_decoder> decoder, std::shared_ptr<thread_pool> pool, bool reference_chunking, int chunk_frames,
-                         int left_context, int max_graph_frames, bool profile) {
+                         int left_context, int max_graph_frames, bool profile, bool scheduled) {
                  speech_decoder_options o;
                  o.reference_chunking = reference_chunking;
                  o.chunk_frames = chunk_frames;
                  o.left_context = left_context;
                  o.max_graph_frames = max_graph_frames;
                  o.profile = profile;
+                 o.scheduled = scheduled;
                  py::gil_scoped_release release;
                  return std::make_unique<speech_decoder_stream>(std::move(decoder), std::move(pool), o);
              }),
              py::arg("decoder"), py::arg("pool"), py::arg("reference_chunking") = true,
-             py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 24, py::arg("profile") = false)
+             py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 24, py::arg("profile") = false, py::arg("scheduled") = false)
         .def("push", [](speech_decoder_stream & s, const codes_array & codes) {
             int64_t n = 0;
             const int32_t * data = frames_of(codes, s.n_quantizers(), n);

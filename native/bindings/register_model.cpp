@@ -220,6 +220,11 @@ void register_model(py::module_ & m) {
             if (!t) throw model_error("no tensor named " + name);
             return std::string(ggml_type_name(t->type));
         })
+        .def("tensor_nbytes", [](const model & self, const std::string & name) {
+            const ggml_tensor * t = self.tensor(name);
+            if (!t) throw model_error("no tensor named " + name);
+            return int64_t(ggml_nbytes(t));
+        })
         .def("tensor_f32", [](const model & self, const std::string & name) {
             std::vector<float> values = self.tensor_to_f32(name);
             std::vector<int64_t> shape;

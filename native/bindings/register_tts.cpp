@@ -66,11 +66,13 @@ void register_tts(py::module_ & m) {
     }, py::arg("logits"), py::arg("config"), py::arg("seed"), py::arg("n"));
 
     py::class_<tts_engine>(m, "TtsEngine")
-        .def(py::init([](const model & mdl, std::shared_ptr<thread_pool> pool) {
+        .def(py::init([](const model & mdl, std::shared_ptr<thread_pool> pool, bool talker_scheduled,
+                         bool code_predictor_scheduled) {
                  py::gil_scoped_release release;
-                 return std::make_unique<tts_engine>(mdl, std::move(pool));
+                 return std::make_unique<tts_engine>(mdl, std::move(pool), talker_scheduled, code_predictor_scheduled);
              }),
-             py::arg("model"), py::arg("pool"), py::keep_alive<1, 2>())
+             py::arg("model"), py::arg("pool"), py::arg("talker_scheduled") = false,
+             py::arg("code_predictor_scheduled") = false, py::keep_alive<1, 2>())
         .def_property_readonly("hidden_size", &tts_engine::hidden_size)
         .def_property_readonly("n_code_groups", &tts_engine::n_code_groups)
         .def("generate", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
@@ -141,6 +143,25 @@ void register_tts(py::module_ & m) {
             return py::make_tuple(py::array_t<float>(logits.size(), logits.data()),
                                   py::array_t<float>(hidden.size(), hidden.data()));
         }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes") = py::none(), py::arg("vectors") = py::none())
+        .def("teacher_forced", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
+                                  const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
+                                  const i32_array & trailing, const i32_array & codes) {
+            generation_request req;
+            req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
+            req.trailing_text_ids = to_vector<int32_t>(trailing);
+            const int64_t n = codes.size() / e.n_code_groups();
+            std::vector<float> logits, hidden;
+            {
+                py::gil_scoped_release release;
+                e.teacher_forced(req, codes.data(), n, logits, hidden);
+            }
+            py::array_t<float> l({n + 1, int64_t(logits.size()) / (n + 1)});
+            py::array_t<float> h({n + 1, int64_t(e.hidden_size())});
+            std::copy(logits.begin(), logits.end(), l.mutable_data());
+            std::copy(hidden.begin(), hidden.end(), h.mutable_data());
+            return py::make_tuple(l, h);
+        }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
+           py::arg("codes"))
         .def("code_predictor_logits", [](tts_engine & e, const f32_array & hidden, const i32_array & codes) {
             if (hidden.size() != e.hidden_size() || codes.size() != e.n_code_groups()) {
                 throw std::invalid_argument("hidden must have hidden_size values and codes one frame");

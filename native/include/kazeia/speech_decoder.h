@@ -24,6 +24,7 @@ struct speech_decoder_options {
     int left_context = 25;
     int max_graph_frames = 24;        // frames per graph launch (bounds the compute buffer)
     bool profile = false;             // time every node (slow: one launch per node); see profile()
+    bool scheduled = false;           // compute through ggml_backend_sched (placement accel-sched)
 };
 
 // The decoder's weights, bound and rearranged for its graphs once per model; any number of

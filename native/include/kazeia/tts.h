@@ -56,7 +56,9 @@ using frame_callback = std::function<bool(int64_t frame, const int32_t * codes, 
 
 class tts_engine {
 public:
-    tts_engine(const model & m, std::shared_ptr<thread_pool> pool);
+    // *_scheduled: compute that stage through ggml_backend_sched (placement accel-sched)
+    tts_engine(const model & m, std::shared_ptr<thread_pool> pool, bool talker_scheduled = false,
+               bool code_predictor_scheduled = false);
     ~tts_engine();
     tts_engine(const tts_engine &) = delete;
     tts_engine & operator=(const tts_engine &) = delete;
@@ -67,6 +69,10 @@ public:
     std::vector<float> embed(const prompt_rows & rows);   // [n_rows][hidden]
     // logits [codec_vocab] and final-norm hidden [hidden] of the prompt's last row
     void prefill(const prompt_rows & rows, std::vector<float> & logits, std::vector<float> & hidden);
+    // Talker logits [n_frames + 1][codec_vocab] and final-norm hidden states [n_frames + 1][hidden]
+    // when the given frames (teacher forcing) follow the prompt: for divergence measurements.
+    void teacher_forced(const generation_request & request, const int32_t * codes, int64_t n_frames,
+                        std::vector<float> & logits, std::vector<float> & hidden);
     // teacher-forced code-predictor logits [15][vocab] for a talker hidden state and a frame's codes
     std::vector<float> code_predictor_logits(const float * hidden, const int32_t * codes);
 

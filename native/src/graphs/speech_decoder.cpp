@@ -235,7 +235,7 @@ struct speech_decoder_stream::impl {
     graph_runner runner;
 
     impl(std::shared_ptr<const speech_decoder> decoder, std::shared_ptr<thread_pool> pool, const speech_decoder_options & o)
-        : owner(std::move(decoder)), W(owner->prepared()), hp(W.hp), opt(o), runner(std::move(pool), k_graph_size) {
+        : owner(std::move(decoder)), W(owner->prepared()), hp(W.hp), opt(o), runner(std::move(pool), k_graph_size, o.scheduled ? compute_placement::sched : compute_placement::cpu) {
         if (opt.chunk_frames <= opt.left_context || opt.left_context < 0) {
             throw std::invalid_argument("chunk_frames must exceed left_context >= 0");
         }

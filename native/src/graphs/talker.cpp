@@ -46,7 +46,8 @@ struct tts_engine::impl {
     qwen3_stack cp;
 
     int eos_id, pad_text_id;
-    graph_runner runner;
+    graph_runner runner;      // talker
+    graph_runner cp_runner;   // code predictor (its own placement)
 
     ggml_tensor * w(const std::string & name) const {
         ggml_tensor * t = m.tensor(name);
@@ -54,10 +55,12 @@ struct tts_engine::impl {
         return t;
     }
 
-    impl(const model & model_, std::shared_ptr<thread_pool> pool)
+    impl(const model & model_, std::shared_ptr<thread_pool> pool, bool talker_sched, bool cp_sched)
         : m(model_), hp(model_.hparams()), hidden(hp.talker.tfm.hidden), n_groups(hp.talker.n_code_groups),
           codec_vocab(hp.talker.codec_vocab), cp_vocab(hp.code_predictor.vocab),
-          talker(model_, "talker.", hp.talker.tfm), cp(model_, "cp.", hp.code_predictor.tfm), runner(std::move(pool)) {
+          talker(model_, "talker.", hp.talker.tfm), cp(model_, "cp.", hp.code_predictor.tfm),
+          runner(pool, 8192, talker_sched ? compute_placement::sched : compute_placement::cpu),
+          cp_runner(pool, 8192, cp_sched ? compute_placement::sched : compute_placement::cpu) {
         text_embd = w("talker.text_embd.weight");
         fc1_w = w("talker.text_proj.fc1.weight");
         fc1_b = w("talker.text_proj.fc1.bias");
@@ -193,8 +196,8 @@ struct tts_engine::impl {
     // ---- code predictor: one sub-step -------------------------------------------------------
     // step 0 feeds [h, C(c0)] at positions 0, 1; step j feeds E_{j-1}(c_j) at position j + 1.
     std::vector<float> cp_step(int j, const float * h_talker, int32_t code) {
-        ggml_context * ctx = runner.begin();
-        ggml_cgraph * gf = runner.graph();
+        ggml_context * ctx = cp_runner.begin();
+        ggml_cgraph * gf = cp_runner.graph();
         ggml_tensor * id = input_i32(ctx, 1);
         ggml_tensor * x;
         ggml_tensor * h_in = nullptr;
@@ -216,7 +219,7 @@ struct tts_engine::impl {
         ggml_tensor * lg = ggml_mul_mat(ctx, cp_head[j], h);
         ggml_set_output(lg);
         ggml_build_forward_expand(gf, lg);
-        runner.allocate();
+        cp_runner.allocate();
         ggml_backend_tensor_set(id, &code, 0, sizeof(int32_t));
         if (h_in) ggml_backend_tensor_set(h_in, h_talker, 0, ggml_nbytes(h_in));
         std::vector<int32_t> positions(n);
@@ -224,10 +227,20 @@ struct tts_engine::impl {
         ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos));
         const auto mk = causal_mask(pos0, n);
         ggml_backend_tensor_set(mask, mk.data(), 0, ggml_nbytes(mask));
-        runner.compute();
+        cp_runner.compute();
         std::vector<float> logits(cp_vocab);
         ggml_backend_tensor_get(lg, logits.data(), 0, ggml_nbytes(lg));
         return logits;
+    }
+
+    // the talker input that follows frame t: its embedding plus trailing text row t (or tts_pad)
+    prompt_rows step_rows(const generation_request & req, int64_t t, const int32_t * frame) const {
+        prompt_rows step;
+        step.n_rows = 1;
+        step.codec_ids = {frame[0]};
+        step.frame_codes.assign(frame + 1, frame + n_groups);
+        step.text_ids = {t < int64_t(req.trailing_text_ids.size()) ? req.trailing_text_ids[t] : pad_text_id};
+        return step;
     }
 
     // ---- generation ----------------------------------------------------------------------------
@@ -276,19 +289,15 @@ struct tts_engine::impl {
             }
             // next talker input: the frame's embedding plus the next trailing text row
             auto ts = std::chrono::steady_clock::now();
-            prompt_rows step;
-            step.n_rows = 1;
-            step.codec_ids = {c0};
-            step.frame_codes.assign(frame.begin() + 1, frame.end());
-            step.text_ids = {t < int64_t(req.trailing_text_ids.size()) ? req.trailing_text_ids[t] : pad_text_id};
-            talker_forward(step, L + t, logits, h_last, nullptr);
+            talker_forward(step_rows(req, t, frame.data()), L + t, logits, h_last, nullptr);
             talker_ms = ms_since(ts);
         }
         return res;
     }
 };
 
-tts_engine::tts_engine(const model & m, std::shared_ptr<thread_pool> pool) : p_(std::make_unique<impl>(m, std::move(pool))) {}
+tts_engine::tts_engine(const model & m, std::shared_ptr<thread_pool> pool, bool talker_scheduled, bool cp_scheduled)
+    : p_(std::make_unique<impl>(m, std::move(pool), talker_scheduled, cp_scheduled)) {}
 tts_engine::~tts_engine() = default;
 
 generation_result tts_engine::generate(const generation_request & request, const frame_callback & on_frame) {
@@ -307,6 +316,23 @@ void tts_engine::prefill(const prompt_rows & rows, std::vector<float> & logits, 
     p_->check_rows(rows);
     p_->talker.reserve(rows.n_rows);
     p_->talker_forward(rows, 0, logits, hidden, nullptr);
+}
+
+void tts_engine::teacher_forced(const generation_request & req, const int32_t * codes, int64_t n_frames,
+                                std::vector<float> & logits, std::vector<float> & hidden) {
+    p_->check_rows(req.prompt);
+    const int64_t L = req.prompt.n_rows;
+    p_->talker.reserve(L + n_frames + 1);
+    std::vector<float> l, h;
+    logits.clear();
+    hidden.clear();
+    p_->talker_forward(req.prompt, 0, l, h, nullptr);
+    for (int64_t t = 0;; ++t) {
+        logits.insert(logits.end(), l.begin(), l.end());
+        hidden.insert(hidden.end(), h.begin(), h.end());
+        if (t == n_frames) break;
+        p_->talker_forward(p_->step_rows(req, t, codes + t * p_->n_groups), L + t, l, h, nullptr);
+    }
 }
 
 std::vector<float> tts_engine::code_predictor_logits(const float * hidden, const int32_t * codes) {

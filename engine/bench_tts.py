@@ -1,0 +1,145 @@
+"""`kazeia bench` for the whole pipeline: per-stage ms per frame, prefill, TTFA, RTF, peak RSS,
+the memory-bandwidth roofline of talker + code predictor, quantisation divergence against f32,
+and the PyTorch reference measured side by side in the same run."""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .bench import bench_model, run_reference_script
+from .engine import Engine, SamplingParams
+from .model_file import ModelFile, open_model
+from .random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config
+from .threads import available_cores, default_threads
+
+BENCH_TEXT = ("Kazeia measures every stage of speech synthesis on random weights, so that the numbers "
+              "match what the released models cost per frame.")
+
+
+def read_bandwidth_gbs(threads: int, megabytes: int = 512) -> float:
+    """Streaming read bandwidth (numpy reductions release the GIL; one slice per thread)."""
+    data = np.ones(megabytes * 2 ** 20 // 4, np.float32)
+    parts = np.array_split(data, threads)
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(np.sum, parts))   # warm-up: page in
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            list(pool.map(np.sum, parts))
+            best = min(best, time.perf_counter() - start)
+    return data.nbytes / best / 1e9
+
+
+def weight_bytes_per_frame(model: ModelFile) -> dict:
+    """Bytes of weights one frame streams from memory: the talker once (plus the text projection for
+    the trailing text row), the code predictor's layers 15 times and each of its heads once."""
+    hp = model.info.hparams
+    groups = hp["talker"]["num_code_groups"] - 1
+    specs = model.native.tensor_specs()
+    nbytes = {s["name"]: model.native.tensor_nbytes(s["name"]) for s in specs}
+    talker = sum(b for n, b in nbytes.items() if n.startswith(("talker.blk.", "talker.output_norm", "talker.codec_head",
+                                                                "talker.text_proj.")))
+    cp_body = sum(b for n, b in nbytes.items() if n.startswith(("cp.blk.", "cp.output_norm", "cp.input_proj")))
+    cp_heads = sum(b for n, b in nbytes.items() if n.startswith("cp.head."))
+    return {"talker": talker, "code_predictor": groups * cp_body + cp_heads}
+
+
+def _kl(p_logits: np.ndarray, q_logits: np.ndarray) -> float:
+    def log_softmax(x):
+        x = x - x.max(axis=-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+    lp, lq = log_softmax(p_logits.astype(np.float64)), log_softmax(q_logits.astype(np.float64))
+    return float(np.mean(np.sum(np.exp(lp) * (lp - lq), axis=-1)))
+
+
+def _top5(a: np.ndarray, b: np.ndarray) -> float:
+    ta, tb = np.argsort(-a, axis=-1)[..., :5], np.argsort(-b, axis=-1)[..., :5]
+    return float(np.mean([len(set(x) & set(y)) / 5 for x, y in zip(ta.reshape(-1, 5), tb.reshape(-1, 5))]))
+
+
+def divergence(ref: Engine, other: Engine, frames: int) -> dict:
+    """Teacher-forced logits of talker and code predictor on the f32 model's greedy frames, and the
+    agreement of free-running greedy codes."""
+    greedy = SamplingParams.from_model(ref.info, max_frames=frames).greedy()
+    r = ref.synthesize(BENCH_TEXT, speaker="vivian", language="english", sampling=greedy)
+    o = other.synthesize(BENCH_TEXT, speaker="vivian", language="english", sampling=greedy)
+    plan = ref._prompts.build(BENCH_TEXT, speaker="vivian", language="english")
+    args = dict(plan.arrays(ref._prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
+                codes=r.codes)
+    lr, hr = ref._native.teacher_forced(**args)
+    lo, ho = other._native.teacher_forced(**args)
+    vocab = 2048   # audio codes: the ids the talker may choose besides EOS
+    n_cp = min(len(r.codes), 10)
+    cpr = np.stack([ref._native.code_predictor_logits(hr[f], r.codes[f]) for f in range(n_cp)])
+    cpo = np.stack([other._native.code_predictor_logits(ho[f], r.codes[f]) for f in range(n_cp)])
+    n = min(len(r.codes), len(o.codes))
+    return {"talker_kl": _kl(lr[:, :vocab], lo[:, :vocab]), "talker_top5": _top5(lr[:, :vocab], lo[:, :vocab]),
+            "code_predictor_kl": _kl(cpr, cpo), "code_predictor_top5": _top5(cpr, cpo),
+            "code_agreement": float(np.mean(r.codes[:n] == o.codes[:n])) if n else 0.0, "frames": n}
+
+
+def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f16", frames: int = 40,
+              threads: int | None = None, reference: bool = True, divergence_types: tuple[str, ...] = (),
+              model_path: str | None = None, progress: bool = True) -> dict:
+    threads = threads or default_threads()
+    path = Path(model_path) if model_path else bench_model(size, decoder_type, progress, out_type=out_type)
+    engine = Engine.load(path, threads=threads)
+    sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
+    engine.synthesize("Warm up.", speaker="vivian", sampling=SamplingParams.from_model(engine.info, max_frames=2))
+    stream = engine.stream(BENCH_TEXT, speaker="vivian", language="english", sampling=sampling)
+    for _ in stream:
+        pass
+    t = stream.result.timings
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # before the bandwidth probe's buffer
+    bandwidth = {"1": read_bandwidth_gbs(1), str(threads): read_bandwidth_gbs(threads)}
+    per_frame = {"talker": t.mean_ms("talker"), "code_predictor": t.mean_ms("code_predictor"),
+                 "decoder": t.mean_ms("decoder")}
+    wbytes = weight_bytes_per_frame(engine.model)
+    roofline_ms = (wbytes["talker"] + wbytes["code_predictor"]) / (bandwidth[str(threads)] * 1e9) * 1000
+    lm_ms = per_frame["talker"] + per_frame["code_predictor"]
+    result = {
+        "stage": "all", "model": str(path), "size": engine.info.size, "type": out_type, "decoder_type": decoder_type,
+        "threads": threads, "cores": available_cores(), "frames": t.frames,
+        "kazeia": {"prefill_ms": t.prefill_ms, "ms_per_frame": per_frame, "total_ms_per_frame": sum(per_frame.values()),
+                   "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "peak_rss_mb": peak_rss_mb},
+        "roofline": {"read_bandwidth_gbs": bandwidth, "weight_bytes_per_frame": wbytes,
+                     "talker_plus_code_predictor_roofline_ms": roofline_ms,
+                     "talker_plus_code_predictor_ms": lm_ms, "ratio_to_roofline": lm_ms / roofline_ms},
+    }
+    if divergence_types:
+        ref_engine = Engine.load(bench_model(size, "f32", progress, out_type="f32"), threads=threads)
+        result["divergence_vs_f32"] = {}
+        for q in divergence_types:
+            other = engine if q == out_type else Engine.load(bench_model(size, decoder_type, progress, out_type=q),
+                                                              threads=threads)
+            result["divergence_vs_f32"][q] = divergence(ref_engine, other, frames=50)
+    if reference:
+        ref = reference_tts(engine.model, size, frames, threads)
+        result["reference"] = ref
+        if ref.get("available"):
+            result["speedup_vs_reference"] = ref["total_ms_per_frame"] / sum(per_frame.values())
+    return result
+
+
+def reference_tts(model: ModelFile, size: str, frames: int, threads: int) -> dict:
+    """The PyTorch reference on a model of the same shapes (its own random values)."""
+    tok = model.text_tokenizer()
+    ids = tok.encode(f"<|im_start|>assistant\n{BENCH_TEXT}<|im_end|>\n<|im_start|>assistant\n")
+    special = model.special_text_ids()
+    cfg = model_config(size, "custom_voice", model.info.hparams["talker"]["text_vocab_size"],
+                       dict(im_start_token_id=special["im_start"], im_end_token_id=special["im_end"],
+                            tts_pad_token_id=special["tts_pad"], tts_bos_token_id=special["tts_bos"],
+                            tts_eos_token_id=special["tts_eos"]))
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"config": cfg, "speech_tokenizer": speech_tokenizer_config(size), "input_ids": ids,
+                   "speaker": "vivian", "generation_config": GENERATION_CONFIG}, f)
+    try:
+        return run_reference_script("tts_bench.py", f.name, frames, threads, 0)
+    finally:
+        Path(f.name).unlink(missing_ok=True)

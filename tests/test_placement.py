@@ -1,0 +1,53 @@
+"""Placement modes per stage. On a CPU-only machine the scheduler path still runs (over the CPU
+backend) and must give the same codes and audio as plain CPU compute."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kazeia import _native
+from kazeia.engine import Engine, SamplingParams, open_model
+from kazeia.engine.placement import mode_status, resolve
+
+from test_tts import case_request
+
+
+def test_modes_report_availability_with_reasons():
+    status = mode_status()
+    assert status["cpu"].available and status["accel-sched"].available
+    if not any(d["type"] != "cpu" for d in _native.devices()):
+        assert not status["accel-weights"].available
+        assert "CPU" in status["accel-weights"].reason
+        assert "CPU backend alone" in status["accel-sched"].reason
+
+
+def test_bad_placements_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown placement 'gpu-magic'"):
+        resolve("gpu-magic")
+    with pytest.raises(ValueError, match="unknown stage 'vocoder'"):
+        resolve({"vocoder": "cpu"})
+    if not mode_status()["accel-weights"].available:
+        with pytest.raises(ValueError, match="accel-weights for talker is unavailable"):
+            resolve("accel-weights")
+
+
+@pytest.mark.parametrize("case", ["cv_dylan_chinese_stream", "base_icl_nonstream"])
+def test_scheduler_path_matches_cpu(converted, case, report):
+    variant, text, request, g = case_request(case)
+    model = open_model(converted(variant, "f32"))
+    engine = Engine(model, threads=2)
+    sampling = SamplingParams.from_model(model.info, max_frames=len(g["codes"])).greedy()
+    cpu = engine.synthesize(text, sampling=sampling, **request)
+    engine.set_placement("accel-sched")
+    assert engine.model is model and engine.placement["decoder"] == "accel-sched"   # no reload
+    sched = engine.synthesize(text, sampling=sampling, **request)
+    assert np.array_equal(sched.codes, cpu.codes) and np.array_equal(sched.codes, g["codes"])
+    err = float(np.abs(sched.audio - cpu.audio).max())
+    assert err <= 1e-5
+    engine.set_placement({"talker": "cpu", "code_predictor": "accel-sched", "decoder": "cpu"})
+    mixed = engine.synthesize(text, sampling=sampling, **request)
+    assert np.array_equal(mixed.codes, cpu.codes)
+    t_cpu, t_sched = cpu.timings, sched.timings
+    report(f"placement {case}: cpu talker/cp/decoder {t_cpu.mean_ms('talker'):.2f}/{t_cpu.mean_ms('code_predictor'):.2f}/"
+           f"{t_cpu.mean_ms('decoder'):.2f} ms per frame, accel-sched (CPU only) {t_sched.mean_ms('talker'):.2f}/"
+           f"{t_sched.mean_ms('code_predictor'):.2f}/{t_sched.mean_ms('decoder'):.2f}; audio max diff {err:.1e}")
