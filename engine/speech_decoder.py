@@ -26,7 +26,7 @@ class DecoderStream:
     """Feed frames as they are generated; get the audio they determine. The concatenated output
     equals `SpeechDecoder.decode` of all frames, whatever the feeding pattern."""
 
-    def __init__(self, decoder: "SpeechDecoder", max_graph_frames: int = 24):
+    def __init__(self, decoder: "SpeechDecoder", max_graph_frames: int = 8):
         hp = decoder.model.info.hparams["decoder"]
         self._n_q, self._cb = hp["num_quantizers"], hp["codebook_size"]
         self.sample_rate = decoder.model.info.sample_rate

@@ -46,7 +46,7 @@ void register_decoder(py::module_ & m) {
                  return std::make_unique<speech_decoder_stream>(std::move(decoder), std::move(pool), o);
              }),
              py::arg("decoder"), py::arg("pool"), py::arg("reference_chunking") = true,
-             py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 24, py::arg("profile") = false, py::arg("scheduled") = false)
+             py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 8, py::arg("profile") = false, py::arg("scheduled") = false)
         .def("push", [](speech_decoder_stream & s, const codes_array & codes) {
             int64_t n = 0;
             const int32_t * data = frames_of(codes, s.n_quantizers(), n);

@@ -65,6 +65,10 @@ public:
     // Copy of a tensor's values as f32 (dequantised), for inspection and tests.
     std::vector<float> tensor_to_f32(const std::string & name) const;
 
+    // A network that keeps its own rearranged copy of a tensor lets the file's pages go (memory-mapped
+    // weights only; the pages come back from the file if the tensor is read again).
+    void release_pages(const ggml_tensor * t) const;
+
     bool has_key(const std::string & key) const;
     std::string get_string(const std::string & key) const;
     std::vector<std::string> get_string_array(const std::string & key) const;

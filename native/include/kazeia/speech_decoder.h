@@ -22,7 +22,7 @@ struct speech_decoder_options {
     bool reference_chunking = true;   // restart every chunk_frames with left_context frames, as the reference
     int chunk_frames = 300;
     int left_context = 25;
-    int max_graph_frames = 24;        // frames per graph launch (bounds the compute buffer)
+    int max_graph_frames = 8;         // frames per graph launch (bounds the compute buffer)
     bool profile = false;             // time every node (slow: one launch per node); see profile()
     bool scheduled = false;           // compute through ggml_backend_sched (placement accel-sched)
 };

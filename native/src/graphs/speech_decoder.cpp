@@ -98,9 +98,13 @@ struct speech_decoder::weights {
     conv_w voc_out;
 
 
+    std::vector<const ggml_tensor *> replaced;   // file tensors only read to make derived copies
+
     explicit weights(const model & model_) : m(model_), hp(model_.hparams().decoder) {
         bind_weights();
-        derived.allocate();
+        derived.allocate([this] {
+            for (const ggml_tensor * t : replaced) m.release_pages(t);
+        });
     }
 
     ggml_tensor * w(const std::string & name) const {
@@ -116,6 +120,7 @@ struct speech_decoder::weights {
         c.c_in = int(src->ne[1]);
         c.c_out = int(src->ne[2]);
         c.dilation = dilation;
+        replaced.push_back(src);
         c.weight = derived.add(name + ".tap_major", src->type, {c.c_in, c.k, c.c_out},
                                [src](std::vector<uint8_t> & out) { out = permute_elements(src, {1, 0, 2}); });
         c.bias = w(name + ".bias");
@@ -134,6 +139,7 @@ struct speech_decoder::weights {
                               std::to_string(stride) + " (supported: k = s or 2s)");
         }
         // rows ordered (tap, out channel): the first s taps of every input form one output block
+        replaced.push_back(src);
         c.w = derived.add(name + ".phases", src->type, {c.c_in, int64_t(c.c_out) * c.k},
                           [src](std::vector<uint8_t> & out) { out = permute_elements(src, {2, 1, 0}); });
         c.bias = w(name + ".bias");

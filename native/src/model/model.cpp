@@ -1,6 +1,7 @@
 #include "kazeia/model.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -338,7 +339,8 @@ void model::map_weights() {
     // Zero-copy when the data section is aligned as the CPU backend requires; else copy.
     ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     if (!cpu) throw model_error("ggml has no CPU device");
-    const bool aligned = (reinterpret_cast<uintptr_t>(base) % 64) == 0 && gguf_get_alignment(gguf_) % 32 == 0;
+    // the CPU backend wraps host memory aligned to 32 bytes (TENSOR_ALIGNMENT)
+    const bool aligned = (reinterpret_cast<uintptr_t>(base) % 32) == 0 && gguf_get_alignment(gguf_) % 32 == 0;
     if (aligned) weights_ = ggml_backend_dev_buffer_from_host_ptr(cpu, base, data_size, max_tensor);
     if (weights_) {
         for (int64_t i = 0; i < gguf_get_n_tensors(gguf_); ++i) {
@@ -370,6 +372,18 @@ void model::summarise() {
         s.n_bytes += int64_t(ggml_nbytes(t));
         s.tensors_by_type[ggml_type_name(t->type)] += 1;
     }
+}
+
+void model::release_pages(const ggml_tensor * t) const {
+    if (!mapping_ || !t || !t->data) return;
+    const auto begin = reinterpret_cast<uintptr_t>(t->data);
+    const auto end = begin + ggml_nbytes(t);
+    const auto lo = reinterpret_cast<uintptr_t>(mapping_);
+    if (begin < lo || end > lo + mapping_size_) return;
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t first = (begin + page - 1) / page * page;   // whole pages inside the tensor only
+    const uintptr_t last = end / page * page;
+    if (last > first) madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
 }
 
 ggml_tensor * model::tensor(const std::string & name) const {

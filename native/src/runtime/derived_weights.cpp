@@ -26,7 +26,7 @@ ggml_tensor * derived_weights::add(const std::string & name, ggml_type type, std
     return t;
 }
 
-void derived_weights::allocate() {
+void derived_weights::allocate(const std::function<void()> & after_fill) {
     buffer_ = ggml_backend_alloc_ctx_tensors_from_buft(ctx_, ggml_backend_cpu_buffer_type());
     if (!buffer_) throw std::runtime_error("cannot allocate memory for derived weights");
     ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
@@ -37,6 +37,7 @@ void derived_weights::allocate() {
         ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
     }
     pending_.clear();
+    if (after_fill) after_fill();
 }
 
 std::vector<uint8_t> tensor_bytes(const ggml_tensor * t) {
