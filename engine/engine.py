@@ -128,6 +128,7 @@ class Engine:
         self._pool = _native.ThreadPool(self.threads)   # one persistent pool for every stage
         self._prompts = PromptBuilder(model)
         self._lock = threading.Lock()
+        self.cp_single_launch = True   # the code predictor's 15 sub-steps in one graph launch
         self.set_placement(placement)
 
     @classmethod
@@ -187,6 +188,7 @@ class Engine:
             code_predictor=stage(sampling.cp_do_sample, sampling.cp_temperature, sampling.cp_top_k, sampling.cp_top_p),
             repetition_penalty=float(sampling.repetition_penalty), min_new_tokens=2,
             max_frames=self.max_frames_for(plan, sampling), seed=int(sampling.seed), on_frame=on_frame,
+            cp_single_launch=self.cp_single_launch,
             **plan.arrays(self._prompts.hidden))
 
     def synthesize(self, text: str, *, speaker: str | None = None, language: str | None = "auto",

@@ -97,6 +97,19 @@ def test_seeded_sampling_is_repeatable(demo):
     assert a.codes.shape == (12, 16) and a.audio.shape == (12 * 1920,)
 
 
+@pytest.mark.parametrize("top_k", [50, 0])
+def test_one_launch_code_predictor_samples_like_the_step_path(demo, top_k):
+    """In-graph Gumbel-max over top-k with host-drawn noise = the host sampler, code for code."""
+    s = SamplingParams.from_model(demo.info, seed=11, max_frames=8, cp_top_k=top_k, cp_temperature=0.7)
+    demo.cp_single_launch = True
+    one = demo.synthesize("One launch per frame.", speaker="eric", sampling=s)
+    demo.cp_single_launch = False
+    steps = demo.synthesize("One launch per frame.", speaker="eric", sampling=s)
+    demo.cp_single_launch = True
+    assert np.array_equal(one.codes, steps.codes)
+    assert len(np.unique(one.codes[:, 1:])) > 8   # really sampled, not constant
+
+
 def test_stream_matches_synthesize_and_reports_timings(demo):
     s = SamplingParams.from_model(demo.info, seed=3, max_frames=10)
     full = demo.synthesize("Streaming gives the same audio.", speaker="ryan", sampling=s)

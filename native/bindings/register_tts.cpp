@@ -60,7 +60,8 @@ void register_tts(py::module_ & m) {
         py::array_t<int32_t> out(n);
         for (int i = 0; i < n; ++i) {
             std::vector<float> l(logits.data(), logits.data() + logits.size());
-            out.mutable_at(i) = sample_token(l, c, r);
+            const std::vector<float> noise = gumbel_noise(r, l.size());
+            out.mutable_at(i) = sample_token(l, c, noise.data());
         }
         return out;
     }, py::arg("logits"), py::arg("config"), py::arg("seed"), py::arg("n"));
@@ -79,7 +80,8 @@ void register_tts(py::module_ & m) {
                             const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
                             const i32_array & trailing, const py::dict & talker, const py::dict & code_predictor,
                             float repetition_penalty, int min_new_tokens, int64_t max_frames, uint64_t seed,
-                            const std::function<bool(int64_t, py::array_t<int32_t>, double, double)> & on_frame) {
+                            const std::function<bool(int64_t, py::array_t<int32_t>, double, double)> & on_frame,
+                            bool cp_single_launch) {
             generation_request req;
             req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
             req.trailing_text_ids = to_vector<int32_t>(trailing);
@@ -89,6 +91,7 @@ void register_tts(py::module_ & m) {
             req.min_new_tokens = min_new_tokens;
             req.max_frames = max_frames;
             req.seed = seed;
+            req.cp_single_launch = cp_single_launch;
             const int groups = e.n_code_groups();
             frame_callback cb;
             if (on_frame) {
@@ -119,7 +122,7 @@ void register_tts(py::module_ & m) {
             return out;
         }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
            py::arg("talker"), py::arg("code_predictor"), py::arg("repetition_penalty"), py::arg("min_new_tokens"),
-           py::arg("max_frames"), py::arg("seed"), py::arg("on_frame"))
+           py::arg("max_frames"), py::arg("seed"), py::arg("on_frame"), py::arg("cp_single_launch") = true)
         .def("embed", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
                          const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors) {
             prompt_rows r = rows_of(text_ids, codec_ids, frame_codes, vectors);

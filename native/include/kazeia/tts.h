@@ -34,6 +34,7 @@ struct generation_request {
     int min_new_tokens = 2;                   // EOS is blocked for this many talker steps
     int64_t max_frames = 0;
     uint64_t seed = 0;
+    bool cp_single_launch = true;             // false: 15 launches per frame (same codes for the same seed)
 };
 
 struct frame_timing {

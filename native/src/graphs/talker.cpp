@@ -243,6 +243,75 @@ struct tts_engine::impl {
         return step;
     }
 
+    // ---- code predictor: one launch per frame -----------------------------------------------
+    // All 15 sub-steps in one graph; each sub-step's code is chosen inside it (argmax, or Gumbel-max
+    // over top-k of logits / T with noise drawn on the host) and its embedding feeds the next.
+    ggml_tensor * choose_in_graph(ggml_context * ctx, ggml_tensor * logits, const sampling_config & cfg,
+                                  ggml_tensor * noise) {
+        if (!cfg.do_sample) return ggml_argmax(ctx, logits);                       // I32 [1]
+        ggml_tensor * z = ggml_scale(ctx, logits, 1.0f / cfg.temperature);          // [V, 1]
+        const int64_t v = z->ne[0];
+        if (cfg.top_k > 0 && cfg.top_k < v) {
+            ggml_tensor * idx = ggml_top_k(ctx, z, cfg.top_k);                      // I32 [k]
+            ggml_tensor * vals = ggml_get_rows(ctx, ggml_reshape_2d(ctx, z, 1, v), idx);   // [1, k]
+            vals = ggml_reshape_2d(ctx, vals, cfg.top_k, 1);
+            ggml_tensor * kth_at = ggml_argmax(ctx, ggml_neg(ctx, vals));           // the smallest kept value
+            ggml_tensor * kth = ggml_get_rows(ctx, ggml_reshape_2d(ctx, vals, 1, cfg.top_k), kth_at);   // [1, 1]
+            // values strictly below the k-th drop out (ties stay, as HF keeps them)
+            ggml_tensor * below = ggml_step(ctx, ggml_neg(ctx, ggml_sub(ctx, z, kth)));
+            z = ggml_add(ctx, z, ggml_scale(ctx, below, -1e30f));
+        }
+        return ggml_argmax(ctx, ggml_add(ctx, z, noise));
+    }
+
+    void cp_frame(const float * h_talker, int32_t c0, const sampling_config & cfg, const float * noise, int32_t * codes) {
+        const int steps = n_groups - 1;
+        ggml_context * ctx = cp_runner.begin();
+        ggml_cgraph * gf = cp_runner.graph();
+        ggml_tensor * h_in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hidden, 1);
+        ggml_tensor * id0 = input_i32(ctx, 1);
+        ggml_tensor * t_noise = nullptr;
+        if (cfg.do_sample) {
+            t_noise = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, cp_vocab, steps);
+            ggml_set_input(t_noise);
+        }
+        ggml_set_input(h_in);
+        std::vector<std::pair<ggml_tensor *, std::vector<int32_t>>> positions;
+        std::vector<std::pair<ggml_tensor *, std::vector<float>>> masks;
+        std::vector<ggml_tensor *> chosen;
+        ggml_tensor * code = nullptr;
+        for (int j = 0; j < steps; ++j) {
+            ggml_tensor * x = j == 0 ? ggml_concat(ctx, h_in, ggml_get_rows(ctx, codec_embd, id0), 1)
+                                     : ggml_get_rows(ctx, cp_embd[j - 1], code);
+            if (cp_proj_w) x = ggml_add(ctx, ggml_mul_mat(ctx, cp_proj_w, x), cp_proj_b);
+            const int64_t n = x->ne[1];
+            const int64_t pos0 = j == 0 ? 0 : j + 1;
+            ggml_tensor * pos = input_i32(ctx, n);
+            ggml_tensor * mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, pos0 + n, n);
+            ggml_set_input(mask);
+            std::vector<int32_t> p(n);
+            for (int64_t i = 0; i < n; ++i) p[i] = int32_t(pos0 + i);
+            positions.push_back({pos, p});
+            masks.push_back({mask, causal_mask(pos0, n)});
+            ggml_tensor * h = cp.build(ctx, gf, x, pos, mask, pos0);   // writes this step's keys before the next reads
+            h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], (n - 1) * h->nb[1]);
+            ggml_tensor * lg = ggml_mul_mat(ctx, cp_head[j], h);
+            ggml_tensor * nz = t_noise ? ggml_view_2d(ctx, t_noise, cp_vocab, 1, t_noise->nb[1], j * t_noise->nb[1]) : nullptr;
+            code = choose_in_graph(ctx, lg, cfg, nz);
+            ggml_set_output(code);
+            ggml_build_forward_expand(gf, code);
+            chosen.push_back(code);
+        }
+        cp_runner.allocate();
+        ggml_backend_tensor_set(h_in, h_talker, 0, ggml_nbytes(h_in));
+        ggml_backend_tensor_set(id0, &c0, 0, sizeof(int32_t));
+        if (t_noise) ggml_backend_tensor_set(t_noise, noise, 0, ggml_nbytes(t_noise));
+        for (auto & [t, v] : positions) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
+        for (auto & [t, v] : masks) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
+        cp_runner.compute();
+        for (int j = 0; j < steps; ++j) ggml_backend_tensor_get(chosen[j], codes + j, 0, sizeof(int32_t));
+    }
+
     // ---- generation ----------------------------------------------------------------------------
     generation_result generate(const generation_request & req, const frame_callback & on_frame) {
         check_rows(req.prompt);
@@ -263,7 +332,8 @@ struct tts_engine::impl {
         for (int64_t t = 0;; ++t) {
             process_talker_logits(logits, generated, req.repetition_penalty, int64_t(generated.size()) < req.min_new_tokens,
                                   eos_id, codec_vocab - 1024);
-            const int c0 = sample_token(logits, req.talker, r);
+            const std::vector<float> talker_noise = req.talker.do_sample ? gumbel_noise(r, logits.size()) : std::vector<float>();
+            const int c0 = sample_token(logits, req.talker, talker_noise.data());
             generated.push_back(c0);
             if (c0 == eos_id) {
                 res.reason = stop_reason::eos;
@@ -271,9 +341,15 @@ struct tts_engine::impl {
             }
             auto tc = std::chrono::steady_clock::now();
             frame[0] = c0;
-            for (int j = 0; j + 1 < n_groups; ++j) {
-                std::vector<float> cl = cp_step(j, h_last.data(), frame[j]);
-                frame[j + 1] = sample_token(cl, req.code_predictor, r);
+            const std::vector<float> cp_noise =
+                req.code_predictor.do_sample ? gumbel_noise(r, size_t(n_groups - 1) * cp_vocab) : std::vector<float>();
+            if (req.cp_single_launch && req.code_predictor.top_p >= 1.0f) {
+                cp_frame(h_last.data(), c0, req.code_predictor, cp_noise.data(), frame.data() + 1);
+            } else {   // step by step, sampling on the host with the same noise (also: top-p)
+                for (int j = 0; j + 1 < n_groups; ++j) {
+                    std::vector<float> cl = cp_step(j, h_last.data(), frame[j]);
+                    frame[j + 1] = sample_token(cl, req.code_predictor, cp_noise.empty() ? nullptr : cp_noise.data() + size_t(j) * cp_vocab);
+                }
             }
             frame_timing timing{talker_ms, ms_since(tc)};
             if (on_frame && !on_frame(t, frame.data(), timing)) {   // a refused frame is not kept

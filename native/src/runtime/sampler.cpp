@@ -53,50 +53,56 @@ void process_talker_logits(std::vector<float> & logits, const std::vector<int32_
     }
 }
 
-int sample_token(std::vector<float> & logits, const sampling_config & cfg, rng & r) {
+std::vector<float> gumbel_noise(rng & r, size_t n) {
+    std::vector<float> g(n);
+    for (auto & x : g) {
+        const double u = (double(r.next() >> 11) + 0.5) * 0x1.0p-53;   // (0, 1)
+        x = float(-std::log(-std::log(u)));
+    }
+    return g;
+}
+
+int sample_token(std::vector<float> & logits, const sampling_config & cfg, const float * noise) {
     if (!cfg.do_sample) return argmax(logits);
     const int n = int(logits.size());
-    if (cfg.temperature > 0 && cfg.temperature != 1.0f) {
-        for (auto & l : logits) l /= cfg.temperature;
-    }
+    const float inv_t = 1.0f / cfg.temperature;   // a product, as the graph computes it
+    for (auto & l : logits) l *= inv_t;
+    std::vector<bool> keep(n, true);
     if (cfg.top_k > 0 && cfg.top_k < n) {
         std::vector<float> sorted(logits);
         std::nth_element(sorted.begin(), sorted.begin() + (cfg.top_k - 1), sorted.end(), std::greater<float>());
         const float kth = sorted[cfg.top_k - 1];
-        for (auto & l : logits) {
-            if (l < kth) l = -INFINITY;   // values equal to the k-th are kept, as HF does
-        }
+        for (int i = 0; i < n; ++i) keep[i] = logits[i] >= kth;   // ties with the k-th are kept, as HF does
     }
-    const float mx = *std::max_element(logits.begin(), logits.end());
-    std::vector<double> p(n);
-    double sum = 0;
-    for (int i = 0; i < n; ++i) sum += p[i] = std::exp(double(logits[i]) - mx);
-    for (auto & x : p) x /= sum;
     if (cfg.top_p < 1.0f) {
-        // HF: drop the lowest tokens whose cumulative probability (ascending) stays <= 1 - top_p
-        std::vector<int> order(n);
-        std::iota(order.begin(), order.end(), 0);
+        // HF: softmax of the kept logits; drop the lowest tokens while their cumulative probability
+        // (ascending) stays <= 1 - top_p
+        float mx = -INFINITY;
+        for (int i = 0; i < n; ++i) if (keep[i]) mx = std::max(mx, logits[i]);
+        std::vector<double> p(n, 0.0);
+        double sum = 0;
+        for (int i = 0; i < n; ++i) if (keep[i]) sum += p[i] = std::exp(double(logits[i]) - mx);
+        std::vector<int> order;
+        for (int i = 0; i < n; ++i) if (keep[i]) order.push_back(i);
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] < p[b]; });
         double cum = 0;
-        for (int i = 0; i < n - 1; ++i) {
-            cum += p[order[i]];
-            if (cum <= 1.0 - cfg.top_p) p[order[i]] = 0;
-            else break;
+        for (size_t i = 0; i + 1 < order.size(); ++i) {
+            cum += p[order[i]] / sum;
+            if (cum > 1.0 - cfg.top_p) break;
+            keep[order[i]] = false;
         }
-        double s2 = 0;
-        for (double x : p) s2 += x;
-        for (auto & x : p) x /= s2;
     }
-    const double u = r.uniform();
-    double cum = 0;
-    int last = 0;
+    int best = -1;
+    float best_v = -INFINITY;
     for (int i = 0; i < n; ++i) {
-        if (p[i] <= 0) continue;
-        last = i;
-        cum += p[i];
-        if (u < cum) return i;
+        if (!keep[i]) continue;
+        const float v = logits[i] + noise[i];
+        if (best < 0 || v > best_v) {
+            best = i;
+            best_v = v;
+        }
     }
-    return last;
+    return best;
 }
 
 }  // namespace kazeia
