@@ -1,1 +1,1 @@
-"""Kazeia speech workbench (Qt). The workbench itself arrives with the GUI issue."""
+"""Kazeia speech workbench (Qt): `kazeia-workbench [MODEL]` or `python -m kazeia.app`."""

@@ -19,6 +19,13 @@ log() { printf '\n== %s\n' "$*"; }
 
 # --- system packages (only what is missing) -------------------------------------------
 missing=()
+deb_packages=(libportaudio2 fonts-dejavu-core libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3)   # workbench
+[[ -n "$extras" ]] && deb_packages+=(xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 libxkbcommon-x11-0)
+if command -v dpkg-query >/dev/null; then
+  for p in "${deb_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+fi
 command -v g++ >/dev/null || missing+=(g++ make)
 command -v git >/dev/null || missing+=(git)
 "$python" -c "import ensurepip, venv" 2>/dev/null || missing+=(python3-venv)

@@ -7,6 +7,16 @@ from pathlib import Path
 
 import pytest
 
+# Before anything imports Qt or sounddevice: no display and no sound card in CI. The ALSA
+# configuration adds a capture device that records what the workbench plays.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+_alsa = Path(__file__).parent / "alsa" / "capture.conf"
+os.environ["ALSA_CONFIG_PATH"] = f"/usr/share/alsa/alsa.conf:{_alsa}"
+# ALSA resolves the capture file name once per process: one file for the session, read by offset
+os.environ.setdefault("KAZEIA_CAPTURE_FILE", os.path.join(__import__("tempfile").mkdtemp(prefix="kazeia-capture-"),
+                                                          "capture.raw"))
+
 from goldens import GOLDEN, checkpoint_dir
 
 

@@ -1,0 +1,51 @@
+"""Export takes as WAV (float or 16-bit) or FLAC, parameters in a JSON sidecar and in the file's
+own metadata; several takes at once with a naming pattern. Nothing is left half-written."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import soundfile
+
+from .takes import Take
+
+FORMATS = {"wav-float": ("WAV", "FLOAT", ".wav"), "wav-16": ("WAV", "PCM_16", ".wav"), "flac": ("FLAC", "PCM_24", ".flac")}
+
+
+def file_name(take: Take, pattern: str, index: int) -> str:
+    """Pattern fields: {index} {id} {name} {speaker} {seed} {text}."""
+    text = re.sub(r"[^\w-]+", "_", take.text[:32]).strip("_") or "take"
+    fields = {"index": f"{index:03d}", "id": take.id, "name": take.name or text, "speaker": take.request.get("speaker") or "",
+              "seed": take.sampling.get("seed", ""), "text": text}
+    return re.sub(r"[/\\]", "_", pattern.format(**fields))
+
+
+def export_take(take: Take, audio: np.ndarray, path: Path, fmt: str = "wav-float") -> Path:
+    kind, subtype, ext = FORMATS[fmt]
+    path = Path(path)
+    if path.suffix.lower() != ext:
+        path = path.with_suffix(ext)
+    params = take.to_json()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with soundfile.SoundFile(tmp, "w", take.sample_rate, 1, subtype=subtype, format=kind) as f:
+            f.title = (take.name or take.text)[:200]
+            f.software = "Kazeia"
+            f.comment = json.dumps(params)[:4000]   # the sidecar holds everything
+            f.write(np.asarray(audio, np.float32))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    sidecar = path.with_suffix(path.suffix + ".json")
+    sidecar.write_text(json.dumps(params, indent=1))
+    return path
+
+
+def export_takes(takes: list[tuple[Take, np.ndarray]], folder: Path, pattern: str = "{index}_{name}",
+                 fmt: str = "wav-float") -> list[Path]:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return [export_take(t, a, folder / file_name(t, pattern, i + 1), fmt) for i, (t, a) in enumerate(takes)]

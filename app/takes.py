@@ -1,0 +1,110 @@
+"""Takes: every generation kept with its text, voice, parameters, seed, model, placement and
+timings; saved in the user's data folder (index + one WAV per take, written atomically)."""
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import soundfile
+
+
+@dataclass
+class Take:
+    id: str
+    created: float
+    text: str
+    model: str
+    request: dict            # speaker, language, instruct, streaming_text
+    sampling: dict           # SamplingParams fields (seed included)
+    placement: dict
+    threads: int
+    timings: dict            # per-stage means, prefill, TTFA, RTF, frames
+    stop_reason: str
+    sample_rate: int
+    name: str = ""
+    audio: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        when = time.strftime("%H:%M:%S", time.localtime(self.created))
+        return self.name or f"{when}  {self.text[:40]}"
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d.pop("audio")
+        return d
+
+
+def data_dir() -> Path:
+    env = os.environ.get("KAZEIA_DATA_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return Path(base) / "kazeia"
+
+
+def _atomic_write(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class TakeStore:
+    """Takes of this user; survives restarts, and a failed write loses nothing already kept."""
+
+    def __init__(self, folder: Path | None = None):
+        self.folder = Path(folder or data_dir()) / "takes"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.takes: list[Take] = []
+        self._load()
+
+    def _index(self) -> Path:
+        return self.folder / "index.json"
+
+    def _load(self) -> None:
+        try:
+            entries = json.loads(self._index().read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            entries = []
+        for e in entries:
+            wav = self.folder / f"{e['id']}.wav"
+            if wav.exists():
+                self.takes.append(Take(**e))
+
+    def audio(self, take: Take) -> np.ndarray:
+        if take.audio is None:
+            take.audio, _ = soundfile.read(self.folder / f"{take.id}.wav", dtype="float32")
+        return take.audio
+
+    def add(self, take: Take) -> Take:
+        assert take.audio is not None
+        _atomic_write(self.folder / f"{take.id}.wav",
+                      lambda p: soundfile.write(p, take.audio, take.sample_rate, format="WAV", subtype="FLOAT"))
+        self.takes.append(take)
+        self._save_index()
+        return take
+
+    def rename(self, take: Take, name: str) -> None:
+        take.name = name
+        self._save_index()
+
+    def delete(self, take: Take) -> None:
+        self.takes.remove(take)
+        self._save_index()
+        (self.folder / f"{take.id}.wav").unlink(missing_ok=True)
+
+    def _save_index(self) -> None:
+        text = json.dumps([t.to_json() for t in self.takes], indent=1)
+        _atomic_write(self._index(), lambda p: p.write_text(text))
+
+    @staticmethod
+    def new_id() -> str:
+        return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
