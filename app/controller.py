@@ -18,6 +18,7 @@ class _Worker(QObject):
     finished = Signal(object)                # Result
     failed = Signal(str)
     status = Signal(str)
+    conversion = Signal(int, int)            # parameters done, total
 
     def __init__(self, controller: "EngineController"):
         super().__init__()
@@ -33,7 +34,8 @@ class _Worker(QObject):
                 if not out.exists():
                     self.status.emit(f"converting {p.name} (once; cached in {out.parent}) ...")
                     out.parent.mkdir(parents=True, exist_ok=True)
-                    convert(p, out, out_type="f16", progress=False)
+                    convert(p, out, out_type="f16", progress=False,
+                            on_progress=lambda done, total: self.conversion.emit(done // 1000, total // 1000))
                 p = out
             engine = Engine(ModelFile(p), threads=threads, placement=placement)
             self.loaded.emit(engine, engine.info)
@@ -61,6 +63,7 @@ class EngineController(QObject):
     finished = Signal(object)
     failed = Signal(str)
     status = Signal(str)
+    conversion = Signal(int, int)   # thousands of parameters written, total
     _load = Signal(str, int, object)
     _generate = Signal(object, object)
 
@@ -80,6 +83,7 @@ class EngineController(QObject):
         self._worker.finished.connect(self._on_finished)
         self._worker.failed.connect(self._on_failed)
         self._worker.status.connect(self.status)
+        self._worker.conversion.connect(self.conversion)
         self._thread.start()
         self.busy = False
         self.started_at = 0.0

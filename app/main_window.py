@@ -11,7 +11,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
                                QInputDialog, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMainWindow,
-                               QPlainTextEdit, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget)
+                               QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget)
 
 from kazeia.engine import SamplingParams
 from kazeia.engine.placement import MODES, STAGES, mode_status
@@ -64,8 +64,12 @@ class MainWindow(QMainWindow):
         self.threads.setRange(1, max(1, available_cores()))
         self.threads.setValue(available_cores())
         self.placement = {}
+        self.conversion = QProgressBar()
+        self.conversion.setFormat("converting %p%")
+        self.conversion.hide()
         top.addWidget(self.open_button)
         top.addWidget(self.model_label, 1)
+        top.addWidget(self.conversion)
         top.addWidget(QLabel("threads"))
         top.addWidget(self.threads)
         status = mode_status()
@@ -209,6 +213,8 @@ class MainWindow(QMainWindow):
         c.finished.connect(self._on_finished)
         c.failed.connect(self._on_failed)
         c.status.connect(self.statusBar().showMessage)
+        c.conversion.connect(self._on_conversion)
+        self.waveform.seek_requested.connect(self.seek)
         self.open_button.clicked.connect(self._open_dialog)
         self.generate_button.clicked.connect(self.generate)
         self.stop_button.clicked.connect(self.stop)
@@ -244,7 +250,13 @@ class MainWindow(QMainWindow):
         self.generate_button.setEnabled(False)
         self.controller.load_model(path, self.threads.value(), self.current_placement())
 
+    def _on_conversion(self, done: int, total: int) -> None:
+        self.conversion.setVisible(done < total)
+        self.conversion.setRange(0, max(total, 1))
+        self.conversion.setValue(done)
+
     def _on_loaded(self, info) -> None:
+        self.conversion.hide()
         self.info = info
         self.settings.setValue("model/last", str(info.path))
         label = f"{info.path.name}: {info.variant}, {info.size}, {info.file_type}"
@@ -433,6 +445,12 @@ class MainWindow(QMainWindow):
             self.playing = take
         except Exception as e:
             self.statusBar().showMessage(f"playback failed: {e}", 5000)
+
+    def seek(self, seconds: float) -> None:
+        """Click on the waveform: play the shown take from there."""
+        take = self._take_of(self.take_list.currentItem())
+        if take is not None:
+            self.play_take(take, start=int(seconds * take.sample_rate))
 
     def stop_playback(self) -> None:
         self.audio.stop()

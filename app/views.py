@@ -8,7 +8,7 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 STAGE_COLORS = {"talker": (70, 130, 220), "code_predictor": (230, 150, 40), "decoder": (90, 180, 90)}
@@ -43,7 +43,8 @@ class LatencyPlot(pg.PlotWidget):
 
 
 class WaveformView(QWidget):
-    """Waveform and spectrogram of one take; the playhead follows playback."""
+    """Waveform and spectrogram of one take; the playhead follows playback; a click seeks."""
+    seek_requested = Signal(float)   # seconds
 
     def __init__(self):
         super().__init__()
@@ -66,6 +67,13 @@ class WaveformView(QWidget):
         layout.addWidget(self.wave, 1)
         layout.addWidget(self.spec, 1)
         self.sample_rate = 24000
+        self.wave.scene().sigMouseClicked.connect(self._clicked)
+
+    def _clicked(self, event) -> None:
+        if event.button() == Qt.LeftButton:
+            x = self.wave.plotItem.vb.mapSceneToView(event.scenePos()).x()
+            if x >= 0:
+                self.seek_requested.emit(float(x))
 
     def show_audio(self, audio: np.ndarray, sample_rate: int) -> None:
         self.sample_rate = sample_rate

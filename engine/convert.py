@@ -78,7 +78,8 @@ def _check_sources(tensors: SafetensorsFolder, specs: list[dict], metadata: dict
 
 
 def convert(hf_dir: str | os.PathLike, out_path: str | os.PathLike, out_type: str = "f16",
-            progress: bool = True, decoder_type: str | None = None) -> ConversionReport:
+            progress: bool = True, decoder_type: str | None = None,
+            on_progress=None) -> ConversionReport:
     start = time.perf_counter()
     ckpt = Checkpoint.open(hf_dir)
     try:
@@ -97,7 +98,8 @@ def convert(hf_dir: str | os.PathLike, out_path: str | os.PathLike, out_type: st
         md[P + "source.ignored"] = ignored
         plans = [TensorPlan(s["name"], list(s["shape"]), storage_type(s["storage"], out_type, s["shape"], decoder_type),
                             _producer(ckpt.tensors, s)) for s in specs]
-        write_model_file(out_path, md, plans, progress=progress, label=f"convert {Path(hf_dir).name}")
+        write_model_file(out_path, md, plans, progress=progress, label=f"convert {Path(hf_dir).name}",
+                         on_progress=on_progress)
     finally:
         ckpt.tensors.close()
     types: dict[str, int] = {}

@@ -98,7 +98,9 @@ def _add_metadata(writer: gguf.GGUFWriter, key: str, value: Any) -> None:
 
 
 def write_model_file(path: str | os.PathLike, metadata: dict[str, Any], plans: list[TensorPlan],
-                     progress: bool = True, label: str = "writing") -> None:
+                     progress: bool = True, label: str = "writing",
+                     on_progress: Callable[[int, int], None] | None = None) -> None:
+    """progress: a terminal progress bar; on_progress(done, total) in parameters, for GUIs."""
     path = Path(path)
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")   # unique: concurrent writers never collide
     writer = gguf.GGUFWriter(partial, metadata["general.architecture"])
@@ -118,10 +120,15 @@ def write_model_file(path: str | os.PathLike, metadata: dict[str, Any], plans: l
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_ti_data_to_file()
+        done = 0
         with tqdm(total=total, unit="param", unit_scale=True, desc=label, disable=not show) as bar:
             for plan in plans:
                 writer.write_tensor_data(encode_tensor(plan.produce(), plan))
-                bar.update(int(np.prod(plan.shape)))
+                n = int(np.prod(plan.shape))
+                done += n
+                bar.update(n)
+                if on_progress:
+                    on_progress(done, total)
         writer.close()
         os.replace(partial, path)
     except BaseException:

@@ -185,6 +185,9 @@ def test_ab_switches_between_two_takes(qtbot, workdir):
     w.switch_ab()
     assert w.playing is first
     assert "A:" in w.ab_label.text() and "B:" in w.ab_label.text()
+    w.take_list.setCurrentRow(0)
+    w.waveform.seek_requested.emit(0.5)   # a click on the waveform seeks there
+    assert w.playing is not None and audio.position >= int(0.5 * 24000)
     w.stop_playback()
     w.controller.shutdown()
 
@@ -230,4 +233,19 @@ def test_runs_without_an_audio_device(qtbot, workdir):
     w.toggle_play()
     assert "no audio output" in w.statusBar().currentMessage()
     assert len(w.store.takes) == 1
+    w.controller.shutdown()
+
+
+def test_opens_a_checkpoint_folder_with_conversion_progress(qtbot, workdir):
+    from goldens import checkpoint_dir
+    w = make_window(qtbot, workdir)
+    progress = []
+    w.controller.conversion.connect(lambda done, total: progress.append((done, total)))
+    with qtbot.waitSignal(w.controller.loaded, timeout=TIMEOUT_MS):
+        w.load_model(str(checkpoint_dir("voice_design")))
+    assert w.info.variant == "voice_design" and w.instruct.isEnabled() and not w.speaker.isEnabled()
+    assert progress and progress[-1][0] == progress[-1][1]
+    assert (workdir / "data" / "models" / "tiny-voice_design-f16.gguf").exists()
+    w.instruct.setText("A calm voice.")
+    assert generate(qtbot, w, frames=3).stop_reason == "limit"
     w.controller.shutdown()
