@@ -26,6 +26,15 @@ ggml_tensor * input_i32(ggml_context * ctx, int64_t n) {
     return t;
 }
 
+// Fills an allocated graph's positions [pos0, pos0 + n) and their causal attention mask.
+void set_causal_inputs(ggml_tensor * pos, ggml_tensor * mask, int64_t pos0, int64_t n) {
+    std::vector<int32_t> positions(n);
+    for (int64_t i = 0; i < n; ++i) positions[i] = int32_t(pos0 + i);
+    ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos));
+    const auto mk = causal_mask(pos0, n);
+    ggml_backend_tensor_set(mask, mk.data(), 0, ggml_nbytes(mask));
+}
+
 }  // namespace
 
 struct tts_engine::impl {
@@ -177,11 +186,7 @@ struct tts_engine::impl {
         if (embeds) ggml_build_forward_expand(gf, x);
         runner.allocate();
         upload(in);
-        std::vector<int32_t> positions(n);
-        for (int64_t i = 0; i < n; ++i) positions[i] = int32_t(pos0 + i);
-        ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos));
-        const auto mk = causal_mask(pos0, n);
-        ggml_backend_tensor_set(mask, mk.data(), 0, ggml_nbytes(mask));
+        set_causal_inputs(pos, mask, pos0, n);
         runner.compute();
         logits.resize(codec_vocab);
         h_last.resize(hidden);
@@ -222,11 +227,7 @@ struct tts_engine::impl {
         cp_runner.allocate();
         ggml_backend_tensor_set(id, &code, 0, sizeof(int32_t));
         if (h_in) ggml_backend_tensor_set(h_in, h_talker, 0, ggml_nbytes(h_in));
-        std::vector<int32_t> positions(n);
-        for (int64_t i = 0; i < n; ++i) positions[i] = int32_t(pos0 + i);
-        ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos));
-        const auto mk = causal_mask(pos0, n);
-        ggml_backend_tensor_set(mask, mk.data(), 0, ggml_nbytes(mask));
+        set_causal_inputs(pos, mask, pos0, n);
         cp_runner.compute();
         std::vector<float> logits(cp_vocab);
         ggml_backend_tensor_get(lg, logits.data(), 0, ggml_nbytes(lg));
@@ -276,8 +277,8 @@ struct tts_engine::impl {
             ggml_set_input(t_noise);
         }
         ggml_set_input(h_in);
-        std::vector<std::pair<ggml_tensor *, std::vector<int32_t>>> positions;
-        std::vector<std::pair<ggml_tensor *, std::vector<float>>> masks;
+        struct causal_input { ggml_tensor * pos; ggml_tensor * mask; int64_t pos0, n; };
+        std::vector<causal_input> causal;
         std::vector<ggml_tensor *> chosen;
         ggml_tensor * code = nullptr;
         for (int j = 0; j < steps; ++j) {
@@ -289,10 +290,7 @@ struct tts_engine::impl {
             ggml_tensor * pos = input_i32(ctx, n);
             ggml_tensor * mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, pos0 + n, n);
             ggml_set_input(mask);
-            std::vector<int32_t> p(n);
-            for (int64_t i = 0; i < n; ++i) p[i] = int32_t(pos0 + i);
-            positions.push_back({pos, p});
-            masks.push_back({mask, causal_mask(pos0, n)});
+            causal.push_back({pos, mask, pos0, n});
             ggml_tensor * h = cp.build(ctx, gf, x, pos, mask, pos0);   // writes this step's keys before the next reads
             h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], (n - 1) * h->nb[1]);
             ggml_tensor * lg = ggml_mul_mat(ctx, cp_head[j], h);
@@ -306,8 +304,7 @@ struct tts_engine::impl {
         ggml_backend_tensor_set(h_in, h_talker, 0, ggml_nbytes(h_in));
         ggml_backend_tensor_set(id0, &c0, 0, sizeof(int32_t));
         if (t_noise) ggml_backend_tensor_set(t_noise, noise, 0, ggml_nbytes(t_noise));
-        for (auto & [t, v] : positions) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
-        for (auto & [t, v] : masks) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
+        for (const auto & c : causal) set_causal_inputs(c.pos, c.mask, c.pos0, c.n);
         cp_runner.compute();
         for (int j = 0; j < steps; ++j) ggml_backend_tensor_get(chosen[j], codes + j, 0, sizeof(int32_t));
     }
