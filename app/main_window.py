@@ -116,7 +116,9 @@ class MainWindow(QMainWindow):
         self.seed.setRange(0, 2 ** 31 - 1)
         self.greedy = QCheckBox("greedy (argmax)")
         self.temperature, self.cp_temperature = self._spin(0.9), self._spin(0.9)
-        self.top_p = self._spin(1.0)
+        self.top_p, self.cp_top_p = self._spin(1.0), self._spin(1.0)
+        for box in (self.top_p, self.cp_top_p):
+            box.setMaximum(1.0)
         self.top_k, self.cp_top_k = QSpinBox(), QSpinBox()
         for box in (self.top_k, self.cp_top_k):
             box.setRange(0, 2048)
@@ -129,7 +131,8 @@ class MainWindow(QMainWindow):
         self.play_live.setChecked(True)
         for label, w in (("seed", self.seed), ("", self.greedy), ("temperature", self.temperature), ("top-k", self.top_k),
                          ("top-p", self.top_p), ("code predictor temperature", self.cp_temperature),
-                         ("code predictor top-k", self.cp_top_k), ("max frames", self.max_frames),
+                         ("code predictor top-k", self.cp_top_k), ("code predictor top-p", self.cp_top_p),
+                         ("max frames", self.max_frames),
                          ("", self.streaming_text), ("", self.play_live)):
             sf.addRow(label, w)
         lv.addWidget(sampling)
@@ -234,7 +237,8 @@ class MainWindow(QMainWindow):
         for box in self.placement.values():
             box.currentTextChanged.connect(self._placement_changed)
         self.greedy.toggled.connect(lambda on: [w.setEnabled(not on) for w in (self.temperature, self.top_k, self.top_p,
-                                                                               self.cp_temperature, self.cp_top_k)])
+                                                                               self.cp_temperature, self.cp_top_k,
+                                                                               self.cp_top_p)])
         self.device_box.currentIndexChanged.connect(self._device_changed)
         self._fill_devices()
 
@@ -305,6 +309,7 @@ class MainWindow(QMainWindow):
         s = SamplingParams.from_model(self.info, seed=self.seed.value(), temperature=self.temperature.value(),
                                       top_k=self.top_k.value(), top_p=self.top_p.value(),
                                       cp_temperature=self.cp_temperature.value(), cp_top_k=self.cp_top_k.value(),
+                                      cp_top_p=self.cp_top_p.value(),
                                       max_frames=self.max_frames.value() or None)
         return s.greedy() if self.greedy.isChecked() else s
 
@@ -502,6 +507,7 @@ class MainWindow(QMainWindow):
         self.top_p.setValue(s.get("top_p", 1.0))
         self.cp_temperature.setValue(s.get("cp_temperature", 0.9))
         self.cp_top_k.setValue(s.get("cp_top_k", 50))
+        self.cp_top_p.setValue(s.get("cp_top_p", 1.0))
         self.max_frames.setValue(s.get("max_frames") or 0)
         for stage, mode in take.placement.items():
             if stage in self.placement:
