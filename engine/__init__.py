@@ -9,6 +9,7 @@ from .model_file import ModelFile, ModelInfo, Speaker, open_model
 from .prompt import Voice
 from .random_model import make_random_model
 from .speech_decoder import DecoderStream, SpeechDecoder
+from .voice import create_voice, load_voice, save_voice
 
 
 def devices() -> list[dict]:
@@ -18,4 +19,5 @@ def devices() -> list[dict]:
 
 __all__ = ["AudioStream", "Chunk", "ConversionError", "ConversionReport", "DecoderStream", "Engine", "ModelFile",
            "ModelInfo", "ModelLoadError", "Result", "SamplingParams", "Speaker", "SpeechDecoder", "Timings", "Voice",
-           "convert", "demo_model_path", "devices", "make_random_model", "open_model", "resolve_model"]
+           "convert", "create_voice", "demo_model_path", "devices", "load_voice", "make_random_model", "open_model",
+           "resolve_model", "save_voice"]

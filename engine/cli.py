@@ -98,7 +98,8 @@ def _cmd_say(args) -> int:
     text = args.text if args.text is not None else open(args.text_file, encoding="utf-8").read()
     voice = None
     if args.voice:
-        raise ValueError("voice profiles arrive with voice cloning (Base models); not available yet")
+        from .voice import load_voice
+        voice = load_voice(args.voice, engine.model)
     request = dict(speaker=args.speaker, language=args.language, instruct=args.instruct, voice=voice,
                    sampling=sampling, streaming_text=args.streaming_text)
     if args.stream:
@@ -118,6 +119,17 @@ def _cmd_say(args) -> int:
         np.save(args.codes_out, result.codes)
     print(f"wrote {args.output}: {result.timings.audio_seconds:.2f} s of audio, stopped by {result.stop_reason}")
     print(result.timings.summary())
+    return 0
+
+
+def _cmd_voice_create(args) -> int:
+    from .demo import resolve_model
+    from .model_file import open_model
+    from .voice import create_voice, save_voice
+    model = open_model(resolve_model(args.model))
+    voice = create_voice(model, args.audio, text=args.text, threads=args.threads)
+    save_voice(voice, args.output, model)
+    print(f"wrote {args.output}: x-vector voice ({len(voice.x_vector)} values) for {model.info.path.name}")
     return 0
 
 
@@ -211,6 +223,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--placement", default="cpu", choices=["cpu", "accel-weights", "accel-sched"],
                    help="where the stages run (kazeia devices lists what is available)")
     s.set_defaults(func=_cmd_say)
+
+    v = sub.add_parser("voice", help="voice profiles for Base models")
+    vsub = v.add_subparsers(dest="voice_command", required=True)
+    vc = vsub.add_parser("create", help="make a voice profile from reference audio")
+    vc.add_argument("--model", required=True, help="a Base model (GGUF)")
+    vc.add_argument("--audio", required=True, help="reference audio: any format, rate and channel count")
+    vc.add_argument("--text", default=None, help="its transcript (in-context cloning; needs the audio encoder)")
+    vc.add_argument("-o", "--output", required=True, help="voice profile to write (.kzvoice)")
+    vc.add_argument("--threads", type=int, default=None)
+    vc.set_defaults(func=_cmd_voice_create)
 
     b = sub.add_parser("bench", help="benchmark on full-size random weights (JSON)")
     b.add_argument("--stage", choices=["all", "decoder"], default="all",

@@ -4,6 +4,7 @@
 
 #include "bindings.h"
 #include "kazeia/model.h"
+#include "kazeia/speaker_encoder.h"
 #include "kazeia/tts.h"
 #include "runtime/sampler.h"
 #include "runtime/thread_pool.h"
@@ -53,6 +54,23 @@ const char * reason_name(stop_reason r) {
 }  // namespace
 
 void register_tts(py::module_ & m) {
+    py::class_<speaker_encoder>(m, "SpeakerEncoder")
+        .def(py::init([](const model & mdl, std::shared_ptr<thread_pool> pool) {
+                 return std::make_unique<speaker_encoder>(mdl, std::move(pool));
+             }),
+             py::arg("model"), py::arg("pool"), py::keep_alive<1, 2>())
+        .def("embed", [](speaker_encoder & e, const f32_array & mel) {
+            if (mel.ndim() != 2 || mel.shape(1) != e.mel_dim()) {
+                throw std::invalid_argument("mel must have shape [frames, " + std::to_string(e.mel_dim()) + "]");
+            }
+            std::vector<float> v;
+            {
+                py::gil_scoped_release release;
+                v = e.embed(mel.data(), mel.shape(0));
+            }
+            return py::array_t<float>(v.size(), v.data());
+        }, py::arg("mel"), "x-vector of a log-mel spectrogram [frames, mel_dim]");
+
     m.def("sample_tokens", [](const f32_array & logits, const py::dict & cfg, uint64_t seed, int n) {
         // n draws from one seeded generator (for tests of the sampler itself)
         const sampling_config c = sampling_of(cfg);

@@ -1,0 +1,145 @@
+"""Voice cloning for Base models: reference audio -> x-vector (the native speaker encoder on the
+reference's log-mel spectrogram) -> a reusable voice profile file (.kzvoice)."""
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from kazeia import _native
+
+from .model_file import ModelFile
+from .prompt import Voice
+from .threads import default_threads
+
+PROFILE_VERSION = 1
+SAMPLE_RATE = 24000
+MIN_SECONDS, MAX_SECONDS = 1.0, 60.0
+
+
+@lru_cache(maxsize=4)
+def slaney_mel_filters(sr: int = SAMPLE_RATE, n_fft: int = 1024, n_mels: int = 128, fmin: float = 0.0,
+                       fmax: float = 12000.0) -> np.ndarray:
+    """librosa's default mel filterbank (Slaney scale, Slaney area normalisation): [n_mels, n_fft/2+1]."""
+    def hz_to_mel(f):
+        f = np.asarray(f, np.float64)
+        lin = f / (200.0 / 3)
+        log_region = f >= 1000.0
+        return np.where(log_region, 15.0 + np.log(np.maximum(f, 1e-10) / 1000.0) / (np.log(6.4) / 27.0), lin)
+
+    def mel_to_hz(m):
+        m = np.asarray(m, np.float64)
+        lin = m * (200.0 / 3)
+        return np.where(m >= 15.0, 1000.0 * np.exp((np.log(6.4) / 27.0) * (m - 15.0)), lin)
+
+    fft_freqs = np.linspace(0, sr / 2, n_fft // 2 + 1)
+    mel_f = mel_to_hz(np.linspace(hz_to_mel(fmin), hz_to_mel(fmax), n_mels + 2))
+    fdiff = np.diff(mel_f)
+    ramps = mel_f[:, None] - fft_freqs[None, :]
+    lower = -ramps[:-2] / fdiff[:-1, None]
+    upper = ramps[2:] / fdiff[1:, None]
+    weights = np.maximum(0, np.minimum(lower, upper))
+    weights *= (2.0 / (mel_f[2:n_mels + 2] - mel_f[:n_mels]))[:, None]
+    return weights.astype(np.float32)
+
+
+def log_mel(audio: np.ndarray) -> np.ndarray:
+    """The reference's speaker-encoder features: reflect-pad 384, STFT 1024/256 (Hann, no centring),
+    magnitude sqrt(re^2 + im^2 + 1e-9), Slaney mel (128, 0-12 kHz), log(max(., 1e-5)): [frames, 128]."""
+    n_fft, hop = 1024, 256
+    y = np.pad(np.asarray(audio, np.float32), (384, 384), mode="reflect")
+    frames = np.lib.stride_tricks.sliding_window_view(y, n_fft)[::hop]
+    window = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n_fft) / n_fft)).astype(np.float32)   # periodic Hann
+    spec = np.fft.rfft(frames * window, axis=-1)
+    mag = np.sqrt(spec.real.astype(np.float32) ** 2 + spec.imag.astype(np.float32) ** 2 + 1e-9)
+    mel = mag.astype(np.float32) @ slaney_mel_filters().T
+    return np.log(np.maximum(mel, 1e-5)).astype(np.float32)
+
+
+def load_reference_audio(path: str | os.PathLike) -> np.ndarray:
+    """Any format soundfile reads, any rate and channel count -> mono float32 at 24 kHz, checked."""
+    import soundfile
+    try:
+        audio, sr = soundfile.read(path, dtype="float32", always_2d=True)
+    except (RuntimeError, soundfile.LibsndfileError) as e:
+        raise ValueError(f"{path}: cannot read audio ({e})") from None
+    audio = audio.mean(axis=1)
+    if sr != SAMPLE_RATE:
+        import soxr
+        audio = soxr.resample(audio, sr, SAMPLE_RATE, quality="VHQ").astype(np.float32)
+    return check_reference_audio(audio, str(path))
+
+
+def check_reference_audio(audio: np.ndarray, name: str = "reference audio") -> np.ndarray:
+    seconds = len(audio) / SAMPLE_RATE
+    if seconds < MIN_SECONDS:
+        raise ValueError(f"{name} is {seconds:.2f} s long; give at least {MIN_SECONDS:.0f} s of speech")
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"{name} is {seconds:.0f} s long; at most {MAX_SECONDS:.0f} s (3-15 s of clean speech works best)")
+    peak = float(np.abs(audio).max())
+    if peak < 1e-3 or float(np.sqrt(np.mean(audio ** 2))) < 1e-4:
+        raise ValueError(f"{name} is silent")
+    if np.mean(np.abs(audio) >= 0.999) > 0.001:
+        raise ValueError(f"{name} is clipped ({100 * np.mean(np.abs(audio) >= 0.999):.1f}% of samples at full scale)")
+    return audio
+
+
+def speaker_embedding(model: ModelFile, audio: np.ndarray, threads: int | None = None) -> np.ndarray:
+    if model.info.variant != "base":
+        raise ValueError(f"voice cloning needs a Base model; {model.info.path.name} is {model.info.variant}")
+    encoder = _native.SpeakerEncoder(model.native, _native.ThreadPool(threads or default_threads()))
+    return encoder.embed(log_mel(audio))
+
+
+def model_identity(model: ModelFile) -> dict:
+    hp = model.info.hparams
+    return {"name": model.info.name, "variant": model.info.variant, "size": model.info.size,
+            "hidden_size": hp["talker"]["hidden_size"]}
+
+
+def create_voice(model: ModelFile, audio_path: str | os.PathLike, text: str | None = None,
+                 threads: int | None = None) -> Voice:
+    """An x-vector voice from reference audio. In-context cloning (with the transcript) needs the
+    reference's codes from the audio encoder, which this build does not compute yet."""
+    if text:
+        raise ValueError("in-context cloning (reference transcript) needs the audio encoder, which is not "
+                         "available yet; create an x-vector voice without --text")
+    audio = load_reference_audio(audio_path)
+    return Voice(speaker_embedding(model, audio, threads))
+
+
+def save_voice(voice: Voice, path: str | os.PathLike, model: ModelFile) -> Path:
+    path = Path(path)
+    meta = {"format": "kazeia-voice", "version": PROFILE_VERSION, "model": model_identity(model),
+            "ref_text": voice.ref_text}
+    arrays = {"x_vector": np.asarray(voice.x_vector, np.float32), "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8)}
+    if voice.ref_codes is not None:
+        arrays["ref_codes"] = np.asarray(voice.ref_codes, np.int32)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+    try:
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def load_voice(path: str | os.PathLike, model: ModelFile) -> Voice:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(bytes(data["meta"]).decode())
+            x = data["x_vector"]
+            codes = data["ref_codes"] if "ref_codes" in data.files else None
+    except (OSError, ValueError, KeyError) as e:
+        raise ValueError(f"{path}: not a Kazeia voice profile ({e})") from None
+    if meta.get("format") != "kazeia-voice":
+        raise ValueError(f"{path}: not a Kazeia voice profile")
+    if meta.get("version") != PROFILE_VERSION:
+        raise ValueError(f"{path}: voice profile version {meta.get('version')}, this build reads {PROFILE_VERSION}")
+    made_for, here = meta["model"], model_identity(model)
+    if made_for["variant"] != "base" or made_for["hidden_size"] != here["hidden_size"] or made_for["size"] != here["size"]:
+        raise ValueError(f"{path}: made for {made_for['name']} ({made_for['size']}), not {here['name']} ({here['size']})")
+    return Voice(x, codes, meta.get("ref_text"))
