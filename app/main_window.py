@@ -23,6 +23,7 @@ from .export import FORMATS, export_takes
 from .loudness import matched_gain
 from .takes import Take, TakeStore
 from .views import LatencyPlot, WaveformView
+from .voices import AUDIO_SUFFIXES, VoiceLibrary
 
 
 class MainWindow(QMainWindow):
@@ -33,6 +34,7 @@ class MainWindow(QMainWindow):
         self.settings = settings or QSettings("Kazeia", "Workbench")
         self.audio = audio or AudioOutput()
         self.store = store or TakeStore()
+        self.voices = VoiceLibrary(self.store.folder.parent)
         self.info = None
         self.live: Take | None = None          # the take being generated
         self.live_audio: list[np.ndarray] = []
@@ -103,9 +105,18 @@ class MainWindow(QMainWindow):
         self.instruct.setPlaceholderText("describe the voice (VoiceDesign, 1.7B CustomVoice)")
         self.voice_note = QLabel("")
         self.voice_note.setWordWrap(True)
+        self.profile = QComboBox()
+        self.profile.setToolTip("voice profiles (Base models): drop reference audio on the window to add one")
+        profile_buttons = QHBoxLayout()
+        self.new_voice_button, self.rename_voice_button, self.delete_voice_button, self.preview_voice_button = (
+            QPushButton("New from audio..."), QPushButton("Rename"), QPushButton("Delete"), QPushButton("Preview"))
+        for b in (self.new_voice_button, self.rename_voice_button, self.delete_voice_button, self.preview_voice_button):
+            profile_buttons.addWidget(b)
         vf.addRow("speaker", self.speaker)
         vf.addRow("language", self.language)
         vf.addRow("instruction", self.instruct)
+        vf.addRow("voice profile", self.profile)
+        vf.addRow(profile_buttons)
         vf.addRow(self.voice_note)
         lv.addWidget(voice)
         self.text = QPlainTextEdit("Hello from Kazeia, the local speech workbench.")
@@ -233,6 +244,10 @@ class MainWindow(QMainWindow):
         self.rename_button.clicked.connect(self.rename_take)
         self.delete_button.clicked.connect(self.delete_take)
         self.export_button.clicked.connect(self.export_selected)
+        self.new_voice_button.clicked.connect(self._new_voice_dialog)
+        self.rename_voice_button.clicked.connect(self.rename_voice)
+        self.delete_voice_button.clicked.connect(self.delete_voice)
+        self.preview_voice_button.clicked.connect(self.preview_voice)
         self.take_list.currentItemChanged.connect(self._show_selected)
         for box in self.placement.values():
             box.currentTextChanged.connect(self._placement_changed)
@@ -279,10 +294,15 @@ class MainWindow(QMainWindow):
             self.speaker.setCurrentText(spk)
         wants_instruct = info.variant == "voice_design" or (info.variant == "custom_voice" and info.size != "0b6")
         self.instruct.setEnabled(wants_instruct)
-        self.voice_note.setText("Base models speak with a cloned voice: voice profiles arrive with voice cloning."
-                                if info.variant == "base" else "")
-        self.streaming_text.setChecked(info.variant == "base")
-        self.generate_button.setEnabled(info.variant != "base")
+        base = info.variant == "base"
+        for w in (self.profile, self.new_voice_button, self.rename_voice_button, self.delete_voice_button,
+                  self.preview_voice_button):
+            w.setEnabled(base)
+        self._refresh_voices()
+        self.voice_note.setText("Base models speak with a cloned voice: pick a profile or make one from reference "
+                                "audio (a file, or drop it on the window)." if base else "")
+        self.streaming_text.setChecked(base)
+        self.generate_button.setEnabled(True)
         self.statusBar().showMessage(f"loaded {info.path.name}", 5000)
 
     def current_placement(self) -> dict:
@@ -301,8 +321,58 @@ class MainWindow(QMainWindow):
 
     def dropEvent(self, event) -> None:
         urls = event.mimeData().urls()
-        if urls:
-            self.load_model(urls[0].toLocalFile())
+        if not urls:
+            return
+        path = urls[0].toLocalFile()
+        if Path(path).suffix.lower() in AUDIO_SUFFIXES:
+            self.add_voice(path)
+        else:
+            self.load_model(path)
+
+    # ---- voice library (Base models) -------------------------------------------------------------
+    def _refresh_voices(self, select: str | None = None) -> None:
+        self.profile.clear()
+        self.profile.addItems(self.voices.names())
+        if select:
+            self.profile.setCurrentText(select)
+
+    def _new_voice_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Reference audio", "", "Audio (*.wav *.flac *.ogg *.mp3 *.aiff)")
+        if path:
+            self.add_voice(path)
+
+    def add_voice(self, audio_path: str, name: str | None = None) -> str | None:
+        if self.controller.engine is None or self.info.variant != "base":
+            self._on_failed("voice profiles need a Base model")
+            return None
+        try:
+            created = self.voices.create(name or Path(audio_path).stem, self.controller.engine.model, audio_path)
+        except ValueError as e:
+            self._on_failed(str(e))
+            return None
+        self._refresh_voices(select=created)
+        self.statusBar().showMessage(f"voice profile {created} created", 4000)
+        return created
+
+    def rename_voice(self) -> None:
+        name = self.profile.currentText()
+        if not name:
+            return
+        new, ok = QInputDialog.getText(self, "Rename voice", "name", text=name)
+        if ok:
+            try:
+                self._refresh_voices(select=self.voices.rename(name, new))
+            except ValueError as e:
+                self._on_failed(str(e))
+
+    def delete_voice(self) -> None:
+        if self.profile.currentText():
+            self.voices.delete(self.profile.currentText())
+            self._refresh_voices()
+
+    def preview_voice(self) -> None:
+        self.text.setPlainText(self.text.toPlainText() or "This is how I sound.")
+        self.generate()
 
     # ---- generation --------------------------------------------------------------------------
     def sampling(self) -> SamplingParams:
@@ -314,18 +384,29 @@ class MainWindow(QMainWindow):
         return s.greedy() if self.greedy.isChecked() else s
 
     def request(self) -> dict:
+        voice = None
+        if self.info is not None and self.info.variant == "base":
+            if not self.profile.currentText():
+                raise ValueError("pick or create a voice profile for this Base model")
+            voice = self.voices.load(self.profile.currentText(), self.controller.engine.model)
         return {"text": self.text.toPlainText(), "speaker": self.speaker.currentText() or None,
                 "language": self.language.currentText() or "auto",
                 "instruct": self.instruct.text() if self.instruct.isEnabled() and self.instruct.text() else None,
-                "streaming_text": self.streaming_text.isChecked()}
+                "voice": voice, "streaming_text": self.streaming_text.isChecked()}
 
     def generate(self) -> None:
         if self.info is None or self.controller.busy:
             return
-        request = self.request()
+        try:
+            request = self.request()
+        except ValueError as e:
+            self._on_failed(str(e))
+            return
         sampling = self.sampling()
+        recorded = {k: v for k, v in request.items() if k not in ("text", "voice")}
+        recorded["voice_profile"] = self.profile.currentText() if request["voice"] is not None else None
         self.live = Take(id=TakeStore.new_id(), created=time.time(), text=request["text"], model=str(self.info.path),
-                         request={k: v for k, v in request.items() if k != "text"}, sampling=asdict(sampling),
+                         request=recorded, sampling=asdict(sampling),
                          placement=self.current_placement(), threads=self.threads.value(), timings={},
                          stop_reason="", sample_rate=self.info.sample_rate)
         self.live_audio = []
@@ -394,7 +475,7 @@ class MainWindow(QMainWindow):
         self.live = None
 
     def _on_failed(self, message: str) -> None:
-        self.generate_button.setEnabled(self.info is not None and self.info.variant != "base")
+        self.generate_button.setEnabled(self.info is not None)
         self.stop_button.setEnabled(False)
         self.audio.stop()
         self.progress.setText("")
@@ -497,6 +578,8 @@ class MainWindow(QMainWindow):
         r, s = take.request, take.sampling
         if r.get("speaker"):
             self.speaker.setCurrentText(r["speaker"])
+        if r.get("voice_profile"):
+            self.profile.setCurrentText(r["voice_profile"])
         self.language.setCurrentText(r.get("language") or "auto")
         self.instruct.setText(r.get("instruct") or "")
         self.streaming_text.setChecked(bool(r.get("streaming_text")))

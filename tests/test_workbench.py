@@ -249,3 +249,23 @@ def test_opens_a_checkpoint_folder_with_conversion_progress(qtbot, workdir):
     w.instruct.setText("A calm voice.")
     assert generate(qtbot, w, frames=3).stop_reason == "limit"
     w.controller.shutdown()
+
+
+def test_voice_library_for_base_models(qtbot, workdir, converted):
+    from goldens import GOLDEN
+    ref = np.load(GOLDEN / "base_xvec_stream.npz")["ref_wav"]
+    audio_path = workdir / "my voice.wav"
+    soundfile.write(audio_path, ref, 24000)
+    w = make_window(qtbot, workdir, model=str(converted("base")))
+    assert w.profile.isEnabled() and w.profile.count() == 0
+    w.text.setPlainText("Cloned hello.")
+    w.generate()   # no profile yet: a clear message, not a crash
+    assert "pick or create a voice profile" in w.statusBar().currentMessage() and not w.controller.busy
+    assert w.add_voice(str(audio_path)) == "my voice"
+    bad = workdir / "silence.wav"
+    soundfile.write(bad, np.zeros(48000, np.float32), 24000)
+    assert w.add_voice(str(bad)) is None and "silent" in w.statusBar().currentMessage()
+    result = generate(qtbot, w, frames=4)
+    assert result.stop_reason == "limit"
+    assert w.store.takes[-1].request["voice_profile"] == "my voice"
+    w.controller.shutdown()
