@@ -129,7 +129,9 @@ def _cmd_voice_create(args) -> int:
     model = open_model(resolve_model(args.model))
     voice = create_voice(model, args.audio, text=args.text, threads=args.threads)
     save_voice(voice, args.output, model)
-    print(f"wrote {args.output}: x-vector voice ({len(voice.x_vector)} values) for {model.info.path.name}")
+    kind = (f"in-context voice ({len(voice.ref_codes)} reference frames + transcript)" if voice.ref_codes is not None
+            else f"x-vector voice ({len(voice.x_vector)} values)")
+    print(f"wrote {args.output}: {kind} for {model.info.path.name}")
     return 0
 
 
@@ -229,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     vc = vsub.add_parser("create", help="make a voice profile from reference audio")
     vc.add_argument("--model", required=True, help="a Base model (GGUF)")
     vc.add_argument("--audio", required=True, help="reference audio: any format, rate and channel count")
-    vc.add_argument("--text", default=None, help="its transcript (in-context cloning; needs the audio encoder)")
+    vc.add_argument("--text", default=None, help="its transcript: in-context cloning (else x-vector only)")
     vc.add_argument("-o", "--output", required=True, help="voice profile to write (.kzvoice)")
     vc.add_argument("--threads", type=int, default=None)
     vc.set_defaults(func=_cmd_voice_create)

@@ -1,5 +1,6 @@
 """Voice cloning for Base models: reference audio -> x-vector (the native speaker encoder on the
-reference's log-mel spectrogram) -> a reusable voice profile file (.kzvoice)."""
+reference's log-mel spectrogram) and, with its transcript, codes (the native audio encoder) -> a
+reusable voice profile file (.kzvoice)."""
 from __future__ import annotations
 
 import json
@@ -100,15 +101,23 @@ def model_identity(model: ModelFile) -> dict:
             "hidden_size": hp["talker"]["hidden_size"]}
 
 
+def reference_codes(model: ModelFile, audio: np.ndarray, threads: int | None = None) -> np.ndarray:
+    """The audio encoder's codes [frames, 16] of 24 kHz reference audio (in-context cloning)."""
+    if model.info.variant != "base":
+        raise ValueError(f"voice cloning needs a Base model; {model.info.path.name} is {model.info.variant}")
+    encoder = _native.AudioEncoder(model.native, _native.ThreadPool(threads or default_threads()))
+    return encoder.encode(np.ascontiguousarray(audio, np.float32))
+
+
 def create_voice(model: ModelFile, audio_path: str | os.PathLike, text: str | None = None,
                  threads: int | None = None) -> Voice:
-    """An x-vector voice from reference audio. In-context cloning (with the transcript) needs the
-    reference's codes from the audio encoder, which this build does not compute yet."""
-    if text:
-        raise ValueError("in-context cloning (reference transcript) needs the audio encoder, which is not "
-                         "available yet; create an x-vector voice without --text")
+    """A voice from reference audio: its x-vector, and with the transcript also its codes for
+    in-context cloning (closer to the reference voice)."""
     audio = load_reference_audio(audio_path)
-    return Voice(speaker_embedding(model, audio, threads))
+    x_vector = speaker_embedding(model, audio, threads)
+    if text and text.strip():
+        return Voice(x_vector, reference_codes(model, audio, threads), text.strip())
+    return Voice(x_vector)
 
 
 def save_voice(voice: Voice, path: str | os.PathLike, model: ModelFile) -> Path:

@@ -106,3 +106,31 @@ def test_cli_voice_create_and_say(converted, tmp_path):
     assert soundfile.info(tmp_path / "out.wav").frames == 4 * 1920
     r = kazeia("voice", "create", "--model", converted("custom_voice"), "--audio", ref, "-o", tmp_path / "x.kzvoice")
     assert r.returncode == 2 and "needs a Base model" in r.stderr
+
+
+def test_audio_encoder_codes_match_reference(converted, report):
+    from kazeia.engine.voice import reference_codes
+    model = open_model(converted("base"))
+    for case in ("base_icl_stream", "base_icl_nonstream"):
+        g = np.load(GOLDEN / f"{case}.npz")
+        codes = reference_codes(model, g["ref_wav"])
+        assert codes.shape == g["ref_code"].shape and np.array_equal(codes, g["ref_code"]), case
+    report(f"audio encoder: reference codes identical ({codes.shape[0]} frames x 16)")
+
+
+@pytest.mark.parametrize("case", ["base_icl_stream", "base_icl_nonstream"])
+def test_in_context_profile_gives_reference_codes(converted, tmp_path, case):
+    from test_tts import MANIFEST
+    g = np.load(GOLDEN / f"{case}.npz")
+    st = MANIFEST["cases"][case]["settings"]
+    model = open_model(converted("base"))
+    wav = tmp_path / "ref.wav"
+    soundfile.write(wav, g["ref_wav"], 24000, subtype="FLOAT")
+    voice = load_voice(save_voice(create_voice(model, wav, text=st["ref_text"]), tmp_path / "icl.kzvoice", model), model)
+    assert voice.ref_text == st["ref_text"] and np.array_equal(voice.ref_codes, g["ref_code"])
+    engine = Engine(model, threads=2)
+    sampling = SamplingParams.from_model(model.info, max_frames=len(g["codes"])).greedy()
+    result = engine.synthesize(st["text"], language=st["language"], voice=voice, sampling=sampling,
+                               streaming_text=not st["non_streaming_mode"])
+    assert np.array_equal(result.codes, g["codes"])
+    assert float(np.abs(result.audio - g["wav"]).max()) <= 1e-4

@@ -4,6 +4,7 @@
 
 #include "bindings.h"
 #include "kazeia/model.h"
+#include "kazeia/audio_encoder.h"
 #include "kazeia/speaker_encoder.h"
 #include "kazeia/tts.h"
 #include "runtime/sampler.h"
@@ -54,6 +55,23 @@ const char * reason_name(stop_reason r) {
 }  // namespace
 
 void register_tts(py::module_ & m) {
+    py::class_<audio_encoder>(m, "AudioEncoder")
+        .def(py::init([](const model & mdl, std::shared_ptr<thread_pool> pool) {
+                 return std::make_unique<audio_encoder>(mdl, std::move(pool));
+             }),
+             py::arg("model"), py::arg("pool"), py::keep_alive<1, 2>())
+        .def("encode", [](audio_encoder & e, const f32_array & audio) {
+            int64_t frames = 0;
+            std::vector<int32_t> codes;
+            {
+                py::gil_scoped_release release;
+                codes = e.encode(audio.data(), audio.size(), frames);
+            }
+            py::array_t<int32_t> out({frames, int64_t(e.n_quantizers())});
+            std::copy(codes.begin(), codes.end(), out.mutable_data());
+            return out;
+        }, py::arg("audio"), "codes [frames, 16] of 24 kHz mono audio");
+
     py::class_<speaker_encoder>(m, "SpeakerEncoder")
         .def(py::init([](const model & mdl, std::shared_ptr<thread_pool> pool) {
                  return std::make_unique<speaker_encoder>(mdl, std::move(pool));
