@@ -339,14 +339,17 @@ class MainWindow(QMainWindow):
     def _new_voice_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Reference audio", "", "Audio (*.wav *.flac *.ogg *.mp3 *.aiff)")
         if path:
-            self.add_voice(path)
+            text, ok = QInputDialog.getText(self, "Transcript", "what the reference says (optional: enables "
+                                                                "in-context cloning)")
+            self.add_voice(path, transcript=text if ok else None)
 
-    def add_voice(self, audio_path: str, name: str | None = None) -> str | None:
+    def add_voice(self, audio_path: str, name: str | None = None, transcript: str | None = None) -> str | None:
         if self.controller.engine is None or self.info.variant != "base":
             self._on_failed("voice profiles need a Base model")
             return None
         try:
-            created = self.voices.create(name or Path(audio_path).stem, self.controller.engine.model, audio_path)
+            created = self.voices.create(name or Path(audio_path).stem, self.controller.engine.model, audio_path,
+                                         text=transcript)
         except ValueError as e:
             self._on_failed(str(e))
             return None

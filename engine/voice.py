@@ -71,7 +71,26 @@ def load_reference_audio(path: str | os.PathLike) -> np.ndarray:
     if sr != SAMPLE_RATE:
         import soxr
         audio = soxr.resample(audio, sr, SAMPLE_RATE, quality="VHQ").astype(np.float32)
-    return check_reference_audio(audio, str(path))
+    return check_reference_audio(trim_silence(audio), str(path))
+
+
+def trim_silence(audio: np.ndarray, threshold: float = 1e-3, margin_s: float = 0.05) -> np.ndarray:
+    """Drops leading and trailing 10 ms blocks quieter than `threshold` RMS (-60 dBFS), keeping a
+    short margin; audio without silent edges is returned unchanged."""
+    block = SAMPLE_RATE // 100
+    n = len(audio) // block
+    if n == 0:
+        return audio
+    rms = np.sqrt(np.mean(audio[:n * block].reshape(n, block) ** 2, axis=1))
+    loud = np.flatnonzero(rms >= threshold)
+    if len(loud) == 0:
+        return audio   # all quiet: check_reference_audio says so
+    margin = int(margin_s * SAMPLE_RATE)
+    start = max(0, loud[0] * block - margin)
+    end = min(len(audio), (loud[-1] + 1) * block + margin)
+    if loud[-1] == n - 1:
+        end = len(audio)   # the tail block is loud: keep everything after it
+    return audio[start:end]
 
 
 def check_reference_audio(audio: np.ndarray, name: str = "reference audio") -> np.ndarray:

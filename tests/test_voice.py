@@ -134,3 +134,13 @@ def test_in_context_profile_gives_reference_codes(converted, tmp_path, case):
                                streaming_text=not st["non_streaming_mode"])
     assert np.array_equal(result.codes, g["codes"])
     assert float(np.abs(result.audio - g["wav"]).max()) <= 1e-4
+
+
+def test_silent_edges_are_trimmed():
+    from kazeia.engine.voice import trim_silence
+    sr = 24000
+    speech = (0.2 * np.sin(np.arange(2 * sr) / 7)).astype(np.float32)
+    padded = np.concatenate([np.zeros(sr, np.float32), speech, np.zeros(sr // 2, np.float32)])
+    trimmed = trim_silence(padded)
+    assert 2 * sr <= len(trimmed) <= 2 * sr + int(0.12 * sr)
+    assert np.array_equal(trim_silence(speech), speech)

@@ -268,4 +268,7 @@ def test_voice_library_for_base_models(qtbot, workdir, converted):
     result = generate(qtbot, w, frames=4)
     assert result.stop_reason == "limit"
     assert w.store.takes[-1].request["voice_profile"] == "my voice"
+    assert w.add_voice(str(audio_path), name="with text", transcript="Hello there, nice to meet you.") == "with text"
+    assert w.voices.load("with text", w.controller.engine.model).ref_codes is not None
+    assert generate(qtbot, w, frames=4).stop_reason == "limit"   # in-context cloning
     w.controller.shutdown()
