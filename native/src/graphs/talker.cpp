@@ -26,7 +26,13 @@ ggml_tensor * input_i32(ggml_context * ctx, int64_t n) {
     return t;
 }
 
-// Fills an allocated graph's positions [pos0, pos0 + n) and their causal attention mask.
+// Positions [pos0, pos0 + n) and their causal attention mask: graph inputs filled after allocation.
+struct causal_input {
+    ggml_tensor * pos;
+    ggml_tensor * mask;
+    int64_t pos0, n;
+};
+
 void set_causal_inputs(ggml_tensor * pos, ggml_tensor * mask, int64_t pos0, int64_t n) {
     std::vector<int32_t> positions(n);
     for (int64_t i = 0; i < n; ++i) positions[i] = int32_t(pos0 + i);
@@ -199,35 +205,40 @@ struct tts_engine::impl {
     }
 
     // ---- code predictor: one sub-step -------------------------------------------------------
-    // step 0 feeds [h, C(c0)] at positions 0, 1; step j feeds E_{j-1}(c_j) at position j + 1.
+    // step 0 feeds [h, C(c0)] at positions 0, 1; step j feeds E_{j-1}(c_j) at position j + 1;
+    // head j on the last row gives the logits of codebook j + 1. Writes the step's keys and
+    // values into the cache before a later step in the same graph reads them.
+    ggml_tensor * cp_substep(ggml_context * ctx, ggml_cgraph * gf, int j, ggml_tensor * h_in, ggml_tensor * code,
+                             causal_input & inputs) {
+        ggml_tensor * x = j == 0 ? ggml_concat(ctx, h_in, ggml_get_rows(ctx, codec_embd, code), 1)
+                                 : ggml_get_rows(ctx, cp_embd[j - 1], code);
+        if (cp_proj_w) x = ggml_add(ctx, ggml_mul_mat(ctx, cp_proj_w, x), cp_proj_b);
+        const int64_t n = x->ne[1];
+        const int64_t pos0 = j == 0 ? 0 : j + 1;
+        inputs = {input_i32(ctx, n), ggml_new_tensor_2d(ctx, GGML_TYPE_F32, pos0 + n, n), pos0, n};
+        ggml_set_input(inputs.mask);
+        ggml_tensor * h = cp.build(ctx, gf, x, inputs.pos, inputs.mask, pos0);
+        h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], (n - 1) * h->nb[1]);
+        return ggml_mul_mat(ctx, cp_head[j], h);
+    }
+
     std::vector<float> cp_step(int j, const float * h_talker, int32_t code) {
         ggml_context * ctx = cp_runner.begin();
         ggml_cgraph * gf = cp_runner.graph();
         ggml_tensor * id = input_i32(ctx, 1);
-        ggml_tensor * x;
         ggml_tensor * h_in = nullptr;
         if (j == 0) {
             h_in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hidden, 1);
             ggml_set_input(h_in);
-            x = ggml_concat(ctx, h_in, ggml_get_rows(ctx, codec_embd, id), 1);
-        } else {
-            x = ggml_get_rows(ctx, cp_embd[j - 1], id);
         }
-        if (cp_proj_w) x = ggml_add(ctx, ggml_mul_mat(ctx, cp_proj_w, x), cp_proj_b);
-        const int64_t n = x->ne[1];
-        const int64_t pos0 = j == 0 ? 0 : j + 1;
-        ggml_tensor * pos = input_i32(ctx, n);
-        ggml_tensor * mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, pos0 + n, n);
-        ggml_set_input(mask);
-        ggml_tensor * h = cp.build(ctx, gf, x, pos, mask, pos0);
-        h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], (n - 1) * h->nb[1]);
-        ggml_tensor * lg = ggml_mul_mat(ctx, cp_head[j], h);
+        causal_input inputs{};
+        ggml_tensor * lg = cp_substep(ctx, gf, j, h_in, id, inputs);
         ggml_set_output(lg);
         ggml_build_forward_expand(gf, lg);
         cp_runner.allocate();
         ggml_backend_tensor_set(id, &code, 0, sizeof(int32_t));
         if (h_in) ggml_backend_tensor_set(h_in, h_talker, 0, ggml_nbytes(h_in));
-        set_causal_inputs(pos, mask, pos0, n);
+        set_causal_inputs(inputs.pos, inputs.mask, inputs.pos0, inputs.n);
         cp_runner.compute();
         std::vector<float> logits(cp_vocab);
         ggml_backend_tensor_get(lg, logits.data(), 0, ggml_nbytes(lg));
@@ -277,23 +288,11 @@ struct tts_engine::impl {
             ggml_set_input(t_noise);
         }
         ggml_set_input(h_in);
-        struct causal_input { ggml_tensor * pos; ggml_tensor * mask; int64_t pos0, n; };
-        std::vector<causal_input> causal;
+        std::vector<causal_input> causal(steps);
         std::vector<ggml_tensor *> chosen;
         ggml_tensor * code = nullptr;
         for (int j = 0; j < steps; ++j) {
-            ggml_tensor * x = j == 0 ? ggml_concat(ctx, h_in, ggml_get_rows(ctx, codec_embd, id0), 1)
-                                     : ggml_get_rows(ctx, cp_embd[j - 1], code);
-            if (cp_proj_w) x = ggml_add(ctx, ggml_mul_mat(ctx, cp_proj_w, x), cp_proj_b);
-            const int64_t n = x->ne[1];
-            const int64_t pos0 = j == 0 ? 0 : j + 1;
-            ggml_tensor * pos = input_i32(ctx, n);
-            ggml_tensor * mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, pos0 + n, n);
-            ggml_set_input(mask);
-            causal.push_back({pos, mask, pos0, n});
-            ggml_tensor * h = cp.build(ctx, gf, x, pos, mask, pos0);   // writes this step's keys before the next reads
-            h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], (n - 1) * h->nb[1]);
-            ggml_tensor * lg = ggml_mul_mat(ctx, cp_head[j], h);
+            ggml_tensor * lg = cp_substep(ctx, gf, j, h_in, j == 0 ? id0 : code, causal[j]);
             ggml_tensor * nz = t_noise ? ggml_view_2d(ctx, t_noise, cp_vocab, 1, t_noise->nb[1], j * t_noise->nb[1]) : nullptr;
             code = choose_in_graph(ctx, lg, cfg, nz);
             ggml_set_output(code);
