@@ -75,7 +75,8 @@ struct tts_engine::impl {
           codec_vocab(hp.talker.codec_vocab), cp_vocab(hp.code_predictor.vocab),
           talker(model_, "talker.", hp.talker.tfm), cp(model_, "cp.", hp.code_predictor.tfm),
           runner(pool, 8192, talker_sched ? compute_placement::sched : compute_placement::cpu),
-          cp_runner(pool, 8192, cp_sched ? compute_placement::sched : compute_placement::cpu) {
+          cp_runner(pool, 8192, cp_sched ? compute_placement::sched : compute_placement::cpu),
+          frame_runner(pool, 8192, cp_sched ? compute_placement::sched : compute_placement::cpu) {
         text_embd = w("talker.text_embd.weight");
         fc1_w = w("talker.text_proj.fc1.weight");
         fc1_b = w("talker.text_proj.fc1.bias");
@@ -276,36 +277,59 @@ struct tts_engine::impl {
         return ggml_argmax(ctx, ggml_add(ctx, z, noise));
     }
 
-    void cp_frame(const float * h_talker, int32_t c0, const sampling_config & cfg, const float * noise, int32_t * codes) {
-        const int steps = n_groups - 1;
-        ggml_context * ctx = cp_runner.begin();
-        ggml_cgraph * gf = cp_runner.graph();
-        ggml_tensor * h_in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hidden, 1);
-        ggml_tensor * id0 = input_i32(ctx, 1);
-        ggml_tensor * t_noise = nullptr;
-        if (cfg.do_sample) {
-            t_noise = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, cp_vocab, steps);
-            ggml_set_input(t_noise);
-        }
-        ggml_set_input(h_in);
-        std::vector<causal_input> causal(steps);
+    // Every frame's code-predictor graph has the same shapes (positions 0..16, a fresh cache), so
+    // it is built and allocated once per sampling setting and then only fed new inputs.
+    struct frame_graph {
+        bool built = false;
+        sampling_config cfg;
+        ggml_tensor *h_in = nullptr, *id0 = nullptr, *noise = nullptr;
+        std::vector<causal_input> causal;
         std::vector<ggml_tensor *> chosen;
+    } frame_graph_;
+    graph_runner frame_runner;   // owns that persistent graph
+
+    void build_frame_graph(const sampling_config & cfg) {
+        const int steps = n_groups - 1;
+        frame_graph & g = frame_graph_;
+        ggml_context * ctx = frame_runner.begin();
+        ggml_cgraph * gf = frame_runner.graph();
+        g = frame_graph{};
+        g.cfg = cfg;
+        g.h_in = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hidden, 1);
+        ggml_set_input(g.h_in);
+        g.id0 = input_i32(ctx, 1);
+        if (cfg.do_sample) {
+            g.noise = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, cp_vocab, steps);
+            ggml_set_input(g.noise);
+        }
+        g.causal.resize(steps);
         ggml_tensor * code = nullptr;
         for (int j = 0; j < steps; ++j) {
-            ggml_tensor * lg = cp_substep(ctx, gf, j, h_in, j == 0 ? id0 : code, causal[j]);
-            ggml_tensor * nz = t_noise ? ggml_view_2d(ctx, t_noise, cp_vocab, 1, t_noise->nb[1], j * t_noise->nb[1]) : nullptr;
+            ggml_tensor * lg = cp_substep(ctx, gf, j, g.h_in, j == 0 ? g.id0 : code, g.causal[j]);
+            ggml_tensor * nz = g.noise ? ggml_view_2d(ctx, g.noise, cp_vocab, 1, g.noise->nb[1], j * g.noise->nb[1]) : nullptr;
             code = choose_in_graph(ctx, lg, cfg, nz);
             ggml_set_output(code);
             ggml_build_forward_expand(gf, code);
-            chosen.push_back(code);
+            g.chosen.push_back(code);
         }
-        cp_runner.allocate();
-        ggml_backend_tensor_set(h_in, h_talker, 0, ggml_nbytes(h_in));
-        ggml_backend_tensor_set(id0, &c0, 0, sizeof(int32_t));
-        if (t_noise) ggml_backend_tensor_set(t_noise, noise, 0, ggml_nbytes(t_noise));
-        for (const auto & c : causal) set_causal_inputs(c.pos, c.mask, c.pos0, c.n);
-        cp_runner.compute();
-        for (int j = 0; j < steps; ++j) ggml_backend_tensor_get(chosen[j], codes + j, 0, sizeof(int32_t));
+        frame_runner.allocate();
+        g.built = true;
+    }
+
+    void cp_frame(const float * h_talker, int32_t c0, const sampling_config & cfg, const float * noise, int32_t * codes) {
+        const sampling_config & have = frame_graph_.cfg;
+        if (!frame_graph_.built || have.do_sample != cfg.do_sample || have.temperature != cfg.temperature ||
+            have.top_k != cfg.top_k) {
+            build_frame_graph(cfg);
+        }
+        const frame_graph & g = frame_graph_;
+        // inputs are set on every call: the allocator may reuse their memory within a launch
+        ggml_backend_tensor_set(g.h_in, h_talker, 0, ggml_nbytes(g.h_in));
+        ggml_backend_tensor_set(g.id0, &c0, 0, sizeof(int32_t));
+        if (g.noise) ggml_backend_tensor_set(g.noise, noise, 0, ggml_nbytes(g.noise));
+        for (const auto & c : g.causal) set_causal_inputs(c.pos, c.mask, c.pos0, c.n);
+        frame_runner.compute();
+        for (size_t j = 0; j < g.chosen.size(); ++j) ggml_backend_tensor_get(g.chosen[j], codes + j, 0, sizeof(int32_t));
     }
 
     // ---- generation ----------------------------------------------------------------------------
