@@ -149,10 +149,11 @@ def test_gil_is_released_during_synthesis(demo):
     t = threading.Thread(target=count)
     t.start()
     demo.synthesize("The interpreter keeps running meanwhile.", speaker="serena",
-                    sampling=SamplingParams.from_model(demo.info, max_frames=20))
+                    sampling=SamplingParams.from_model(demo.info, max_frames=60))
     stop.set()
     t.join()
-    assert len(ticks) > 20
+    # holding the GIL through native work would allow at most a tick before and after
+    assert len(ticks) >= 5
 
 
 def test_runaway_guard(demo):
