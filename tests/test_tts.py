@@ -130,12 +130,14 @@ def test_cancel_stops_within_a_frame(demo):
     stream = demo.stream("A long text that would run for a while before the guard stops it.", speaker="aiden",
                          sampling=SamplingParams.from_model(demo.info, max_frames=400))
     first = next(stream)
+    made_before_cancel = len(stream._codes)   # frames the worker had already finished
     stream.cancel()
     rest = list(stream)
     result = stream.result
     assert result.stop_reason == "cancelled"
-    assert first.first_frame == 0 and len(rest) <= 2
-    assert len(result.codes) == 1 + len(rest)
+    assert first.first_frame == 0
+    assert len(result.codes) == 1 + len(rest) <= made_before_cancel + 1   # at most one more frame
+    assert len(result.codes) < 400
 
 
 def test_gil_is_released_during_synthesis(demo):
