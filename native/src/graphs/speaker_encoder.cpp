@@ -108,7 +108,6 @@ struct speaker_encoder::impl {
         }
         h = tdnn(ctx, mfa, features);                                                   // [T, C]
         // attentive statistics pooling
-        const int64_t t = h->ne[0];
         auto stats = [&](ggml_tensor * weights, ggml_tensor * v, ggml_tensor *& mean, ggml_tensor *& std) {
             // weighted mean and std over time (weights sum to one along time)
             mean = weights ? ggml_sum_rows(ctx, ggml_mul(ctx, weights, v)) : ggml_mean(ctx, v);     // [1, C]
@@ -134,7 +133,6 @@ struct speaker_encoder::impl {
         }
         ggml_backend_tensor_set(x, by_time.data(), 0, ggml_nbytes(x));
         runner.compute();
-        (void) t;
         std::vector<float> out(ggml_nelements(xvec));
         ggml_backend_tensor_get(xvec, out.data(), 0, ggml_nbytes(xvec));
         return out;
