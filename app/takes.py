@@ -70,14 +70,29 @@ class TakeStore:
         return self.folder / "index.json"
 
     def _load(self) -> None:
+        index = self._index()
         try:
-            entries = json.loads(self._index().read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+            entries = json.loads(index.read_text())
+        except FileNotFoundError:
             entries = []
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            # never lose takes to a damaged index: keep it aside and recover the audio files
+            index.rename(index.with_name(f"index.damaged-{int(time.time())}.json"))
+            entries = []
+        known = set()
         for e in entries:
             wav = self.folder / f"{e['id']}.wav"
             if wav.exists():
                 self.takes.append(Take(**e))
+                known.add(e["id"])
+        for wav in sorted(self.folder.glob("*.wav")):
+            if wav.stem not in known and not wav.name.startswith("."):
+                info = soundfile.info(wav)
+                self.takes.append(Take(id=wav.stem, created=wav.stat().st_mtime, text="(recovered take)", model="",
+                                       request={}, sampling={}, placement={}, threads=0, timings={},
+                                       stop_reason="", sample_rate=info.samplerate, name=f"recovered {wav.stem}"))
+        if len(self.takes) != len(entries):
+            self._save_index()
 
     def audio(self, take: Take) -> np.ndarray:
         if take.audio is None:

@@ -279,3 +279,18 @@ def test_voice_library_for_base_models(qtbot, workdir, converted):
     assert w.voices.load("with text", w.controller.engine.model).ref_codes is not None
     assert generate(qtbot, w, frames=4).stop_reason == "limit"   # in-context cloning
     w.controller.shutdown()
+
+
+def test_a_damaged_take_index_loses_no_takes(tmp_path):
+    store = TakeStore(tmp_path)
+    from kazeia.app.takes import Take
+    for i in range(2):
+        store.add(Take(id=f"t{i}", created=0.0, text=f"take {i}", model="m", request={}, sampling={"seed": i},
+                       placement={}, threads=1, timings={}, stop_reason="eos", sample_rate=24000,
+                       audio=np.full(2400, 0.1 * (i + 1), np.float32)))
+    (store.folder / "index.json").write_text("{ not json")
+    again = TakeStore(tmp_path)
+    assert sorted(t.id for t in again.takes) == ["t0", "t1"]
+    assert np.allclose(again.audio(again.takes[1]), 0.2)
+    assert list(store.folder.glob("index.damaged-*.json"))   # the damaged index is kept aside
+    assert json.loads((store.folder / "index.json").read_text())   # and a good one written
