@@ -144,3 +144,16 @@ def test_silent_edges_are_trimmed():
     trimmed = trim_silence(padded)
     assert 2 * sr <= len(trimmed) <= 2 * sr + int(0.12 * sr)
     assert np.array_equal(trim_silence(speech), speech)
+
+
+def test_half_precision_encoders_run(converted):
+    """f16 files keep the audio encoder's convolutions in f16 (the path full-size models take)."""
+    from kazeia.engine.voice import reference_codes
+    model = open_model(converted("base", "f16"))
+    assert model.native.tensor_type("enc.conv_in.weight") == "f16"
+    g = np.load(GOLDEN / "base_icl_stream.npz")
+    codes = reference_codes(model, g["ref_wav"])
+    assert codes.shape == g["ref_code"].shape and codes.min() >= 0 and codes.max() < 2048
+    assert (codes == g["ref_code"]).mean() > 0.5   # f16 rounding may flip a few near-ties, not most codes
+    x = speaker_embedding(model, g["ref_wav"])
+    assert float(np.abs(x - g["ref_spk_embedding"]).max()) <= 1e-4   # the speaker encoder stays f32

@@ -103,7 +103,8 @@ struct audio_encoder::impl {
         }
         ggml_tensor * cols = ggml_im2col(ctx, c.w, x, c.stride, 0, 0, 0, c.dilation, 0, false, GGML_TYPE_F32);
         ggml_tensor * w2d = ggml_reshape_2d(ctx, c.w, c.w->ne[0] * c.w->ne[1], c.w->ne[2]);
-        ggml_tensor * y = ggml_mul_mat(ctx, cols, w2d);   // [T', Cout]
+        // the kernel as the product's first operand: f16 kernels are allowed there, not second
+        ggml_tensor * y = ggml_cont(ctx, ggml_transpose(ctx, ggml_mul_mat(ctx, w2d, cols)));   // [T', Cout]
         return c.b ? ggml_add(ctx, y, ggml_reshape_2d(ctx, c.b, 1, c.b->ne[0])) : y;
     }
 
