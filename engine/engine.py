@@ -20,6 +20,7 @@ from .threads import default_threads
 
 FRAMES_PER_TOKEN = 16      # slow, emotional speech stays far below this (normal speech: ~4)
 HEADROOM_FRAMES = 100      # 8 s on top, for short texts
+DECODE_EVERY = 4           # frames per streaming decoder launch after the first (320 ms of audio)
 MAX_TEXT_TOKENS = 2048     # one request: several minutes of speech; longer texts go in parts
 
 
@@ -129,6 +130,7 @@ class Engine:
         self._prompts = PromptBuilder(model)
         self._lock = threading.Lock()
         self.cp_single_launch = True   # the code predictor's 15 sub-steps in one graph launch
+        self.talker_persistent = True   # the talker step graph built once, then only fed
         self.set_placement(placement)
 
     @classmethod
@@ -188,7 +190,7 @@ class Engine:
             code_predictor=stage(sampling.cp_do_sample, sampling.cp_temperature, sampling.cp_top_k, sampling.cp_top_p),
             repetition_penalty=float(sampling.repetition_penalty), min_new_tokens=2,
             max_frames=self.max_frames_for(plan, sampling), seed=int(sampling.seed), on_frame=on_frame,
-            cp_single_launch=self.cp_single_launch,
+            cp_single_launch=self.cp_single_launch, talker_persistent=self.talker_persistent,
             **plan.arrays(self._prompts.hidden))
 
     def synthesize(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
@@ -209,12 +211,16 @@ class Engine:
 
     def stream(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
                instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
-               streaming_text: bool | None = None) -> "AudioStream":
+               streaming_text: bool | None = None, decode_every: int = DECODE_EVERY) -> "AudioStream":
         """Audio chunks as frames are produced (through the streaming decoder). Iterate it; call
-        cancel() to stop within one frame; `result` holds the totals once it has finished."""
+        cancel() to stop within one frame; `result` holds the totals once it has finished.
+        The first frame is decoded alone (time to first audio); later ones `decode_every` at a
+        time: each decoder launch streams all its weights, so one frame per launch costs ~1.5x."""
+        if not isinstance(decode_every, int) or decode_every < 1:
+            raise ValueError(f"decode_every must be a positive integer, got {decode_every!r}")
         plan, sampling, timings, start = self._prepare(text, speaker, language, instruct, voice, sampling,
                                                        streaming_text)
-        return AudioStream(self, plan, sampling, timings, start, icl_codes(voice))
+        return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every)
 
     def _decode(self, codes: np.ndarray, voice: Voice | None) -> np.ndarray:
         """In-context cloning decodes the reference codes first and cuts their share of the
@@ -250,13 +256,15 @@ class AudioStream:
     """Iterator of Chunk; generation runs on a worker thread with the GIL released."""
 
     def __init__(self, engine: Engine, plan: PromptPlan, sampling: SamplingParams, timings: Timings, start: float,
-                 prime_codes: np.ndarray | None = None):
+                 prime_codes: np.ndarray | None = None, decode_every: int = 1):
         self._engine = engine
         self._queue: queue.Queue = queue.Queue()
         self._cancel = threading.Event()
         self._timings = timings
         self._start = start
         self._codes: list[np.ndarray] = []
+        self._pending: list[np.ndarray] = []   # generated, not yet decoded
+        self._decode_every = decode_every
         self._audio: list[np.ndarray] = []
         self.result: Result | None = None
         self.error: BaseException | None = None
@@ -271,22 +279,32 @@ class AudioStream:
     def _on_frame(self, index: int, codes: np.ndarray, talker_ms: float, cp_ms: float) -> bool:
         if self._cancel.is_set():
             return False
-        t0 = time.perf_counter()
-        audio = self._decoder.push(codes[None, :])
         t = self._timings
-        t.decoder_ms.append(1000 * (time.perf_counter() - t0))
         t.talker_ms.append(talker_ms)
         t.code_predictor_ms.append(cp_ms)
         t.frames = index + 1
-        if index == 0:
+        self._codes.append(codes.copy())
+        self._pending.append(self._codes[-1])
+        if index == 0 or len(self._pending) >= self._decode_every:
+            self._decode_pending()
+        return True
+
+    def _decode_pending(self) -> None:
+        if not self._pending:
+            return
+        n, first = len(self._pending), len(self._codes) - len(self._pending)
+        t0 = time.perf_counter()
+        audio = self._decoder.push(np.stack(self._pending))
+        t = self._timings
+        t.decoder_ms.extend([1000 * (time.perf_counter() - t0) / n] * n)   # the launch's cost, shared
+        if first == 0:
             t.ttfa_ms = 1000 * (time.perf_counter() - self._start)
         t.total_ms = 1000 * (time.perf_counter() - self._start)
-        self._codes.append(codes.copy())
+        self._pending.clear()
         self._audio.append(audio)
-        self._queue.put(Chunk(audio, index, 1, replace(t, talker_ms=list(t.talker_ms),
-                                                        code_predictor_ms=list(t.code_predictor_ms),
-                                                        decoder_ms=list(t.decoder_ms))))
-        return True
+        self._queue.put(Chunk(audio, first, n, replace(t, talker_ms=list(t.talker_ms),
+                                                       code_predictor_ms=list(t.code_predictor_ms),
+                                                       decoder_ms=list(t.decoder_ms))))
 
     def _run(self, plan: PromptPlan, sampling: SamplingParams) -> None:
         try:
@@ -294,10 +312,17 @@ class AudioStream:
                 if self._prime_codes is not None:
                     self._decoder.push(self._prime_codes)
                 out = self._engine._generate(plan, sampling, self._on_frame)
+                codes = out["codes"]
+                if out["stop_reason"] == "cancelled":   # stop now: frames not yet heard are dropped
+                    codes = codes[:len(self._codes) - len(self._pending)]
+                    self._pending.clear()
+                else:
+                    self._decode_pending()
             t = self._timings
             t.prefill_ms = float(out["prefill_ms"])
+            t.frames = len(codes)
+            del t.talker_ms[len(codes):], t.code_predictor_ms[len(codes):]
             t.total_ms = 1000 * (time.perf_counter() - self._start)
-            codes = out["codes"]
             audio = np.concatenate(self._audio) if self._audio else np.zeros(0, np.float32)
             self.result = Result(audio, self._engine.info.sample_rate, codes, t, out["stop_reason"])
         except BaseException as e:   # surfaced to the consumer by __next__

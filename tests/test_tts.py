@@ -110,12 +110,35 @@ def test_one_launch_code_predictor_samples_like_the_step_path(demo, top_k):
     assert len(np.unique(one.codes[:, 1:])) > 8   # really sampled, not constant
 
 
+def test_persistent_talker_step_matches_the_rebuilt_graph(demo):
+    """The talker step graph is built once per 256-key bucket and fed positions, cache rows and
+    mask as inputs; it must compute what a graph rebuilt for every step computes."""
+    greedy = SamplingParams.from_model(demo.info, max_frames=300).greedy()   # crosses a bucket boundary
+    text = "One graph for every step."
+    try:
+        demo.talker_persistent = False
+        rebuilt = demo.synthesize(text, speaker="vivian", sampling=greedy)
+    finally:
+        demo.talker_persistent = True
+    persistent = demo.synthesize(text, speaker="vivian", sampling=greedy)
+    assert len(persistent.codes) == 300 and np.array_equal(persistent.codes, rebuilt.codes)
+    plan = demo._prompts.build(text, speaker="vivian")
+    args = dict(plan.arrays(demo._prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
+                codes=rebuilt.codes[:3], max_frames=300)
+    la, ha = demo._native.teacher_forced(**args, talker_persistent=False)
+    lb, hb = demo._native.teacher_forced(**args, talker_persistent=True)
+    # the key axis differs (bucket vs exact), so only the summation order may differ
+    assert np.abs(la - lb).max() <= 1e-4 * np.abs(la).max()
+
+
 def test_stream_matches_synthesize_and_reports_timings(demo):
     s = SamplingParams.from_model(demo.info, seed=3, max_frames=10)
     full = demo.synthesize("Streaming gives the same audio.", speaker="ryan", sampling=s)
     stream = demo.stream("Streaming gives the same audio.", speaker="ryan", sampling=s)
     chunks = list(stream)
-    assert [c.first_frame for c in chunks] == list(range(10))
+    # the first frame alone (time to first audio), then 4 per decoder launch, the rest at the end
+    assert [(c.first_frame, c.frames) for c in chunks] == [(0, 1), (1, 4), (5, 4), (9, 1)]
+    assert all(len(c.audio) == c.frames * 1920 for c in chunks)
     audio = np.concatenate([c.audio for c in chunks])
     assert np.array_equal(audio, full.audio)
     r = stream.result
@@ -124,6 +147,16 @@ def test_stream_matches_synthesize_and_reports_timings(demo):
     assert t.frames == 10 and len(t.talker_ms) == len(t.code_predictor_ms) == len(t.decoder_ms) == 10
     assert 0 < t.ttfa_ms <= t.total_ms and t.prefill_ms > 0 and t.rtf > 0
     assert "TTFA" in t.summary() and "code predictor" in t.summary()
+
+
+def test_stream_decodes_every_frame_on_request(demo):
+    s = SamplingParams.from_model(demo.info, seed=3, max_frames=6)
+    full = demo.synthesize("Streaming gives the same audio.", speaker="ryan", sampling=s)
+    chunks = list(demo.stream("Streaming gives the same audio.", speaker="ryan", sampling=s, decode_every=1))
+    assert [(c.first_frame, c.frames) for c in chunks] == [(i, 1) for i in range(6)]
+    assert np.array_equal(np.concatenate([c.audio for c in chunks]), full.audio)
+    with pytest.raises(ValueError, match="decode_every"):
+        demo.stream("x", speaker="ryan", decode_every=0)
 
 
 def test_cancel_stops_within_a_frame(demo):
@@ -136,8 +169,11 @@ def test_cancel_stops_within_a_frame(demo):
     result = stream.result
     assert result.stop_reason == "cancelled"
     assert first.first_frame == 0
-    assert len(result.codes) == 1 + len(rest) <= made_before_cancel + 1   # at most one more frame
-    assert len(result.codes) < 400
+    # the result holds exactly the frames that were decoded and delivered (pending ones are dropped)
+    delivered = first.frames + sum(c.frames for c in rest)
+    assert len(result.codes) == delivered <= made_before_cancel + 1 and len(result.codes) < 400
+    assert len(result.audio) == delivered * 1920 and result.timings.frames == delivered
+    assert len(result.timings.talker_ms) == delivered
 
 
 def test_gil_is_released_during_synthesis(demo):

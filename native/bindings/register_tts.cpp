@@ -117,7 +117,7 @@ void register_tts(py::module_ & m) {
                             const i32_array & trailing, const py::dict & talker, const py::dict & code_predictor,
                             float repetition_penalty, int min_new_tokens, int64_t max_frames, uint64_t seed,
                             const std::function<bool(int64_t, py::array_t<int32_t>, double, double)> & on_frame,
-                            bool cp_single_launch) {
+                            bool cp_single_launch, bool talker_persistent) {
             generation_request req;
             req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
             req.trailing_text_ids = to_vector<int32_t>(trailing);
@@ -128,6 +128,7 @@ void register_tts(py::module_ & m) {
             req.max_frames = max_frames;
             req.seed = seed;
             req.cp_single_launch = cp_single_launch;
+            req.talker_persistent = talker_persistent;
             const int groups = e.n_code_groups();
             frame_callback cb;
             if (on_frame) {
@@ -158,7 +159,8 @@ void register_tts(py::module_ & m) {
             return out;
         }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
            py::arg("talker"), py::arg("code_predictor"), py::arg("repetition_penalty"), py::arg("min_new_tokens"),
-           py::arg("max_frames"), py::arg("seed"), py::arg("on_frame"), py::arg("cp_single_launch") = true)
+           py::arg("max_frames"), py::arg("seed"), py::arg("on_frame"), py::arg("cp_single_launch") = true,
+           py::arg("talker_persistent") = true)
         .def("embed", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
                          const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors) {
             prompt_rows r = rows_of(text_ids, codec_ids, frame_codes, vectors);
@@ -184,10 +186,13 @@ void register_tts(py::module_ & m) {
         }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes") = py::none(), py::arg("vectors") = py::none())
         .def("teacher_forced", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
                                   const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
-                                  const i32_array & trailing, const i32_array & codes) {
+                                  const i32_array & trailing, const i32_array & codes, int64_t max_frames,
+                                  bool talker_persistent) {
             generation_request req;
             req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
             req.trailing_text_ids = to_vector<int32_t>(trailing);
+            req.max_frames = max_frames;
+            req.talker_persistent = talker_persistent;
             const int64_t n = codes.size() / e.n_code_groups();
             std::vector<float> logits, hidden;
             {
@@ -200,7 +205,7 @@ void register_tts(py::module_ & m) {
             std::copy(hidden.begin(), hidden.end(), h.mutable_data());
             return py::make_tuple(l, h);
         }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
-           py::arg("codes"))
+           py::arg("codes"), py::arg("max_frames") = 0, py::arg("talker_persistent") = true)
         .def("code_predictor_logits", [](tts_engine & e, const f32_array & hidden, const i32_array & codes) {
             if (hidden.size() != e.hidden_size() || codes.size() != e.n_code_groups()) {
                 throw std::invalid_argument("hidden must have hidden_size values and codes one frame");

@@ -35,6 +35,7 @@ struct generation_request {
     int64_t max_frames = 0;
     uint64_t seed = 0;
     bool cp_single_launch = true;             // false: 15 launches per frame (same codes for the same seed)
+    bool talker_persistent = true;            // false: the talker step graph is rebuilt every frame
 };
 
 struct frame_timing {

@@ -53,13 +53,12 @@ void qwen3_stack::reserve(int64_t n_ctx) {
     n_ctx_ = n_ctx;
 }
 
-ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
-                                 ggml_tensor * mask, int64_t pos0) const {
+template <typename Store>
+ggml_tensor * qwen3_stack::build_layers(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos,
+                                        ggml_tensor * mask, int64_t n_kv, const Store & store) const {
     const auto & t = hp_;
     const int64_t n = x->ne[1];
-    const int64_t n_kv = pos0 + n;
     if (n_kv > n_ctx_) throw std::logic_error("KV cache too small");
-    const int64_t kv_dim = int64_t(t.n_kv_heads) * t.head_dim;
     const size_t f = sizeof(float);
     for (size_t il = 0; il < layers_.size(); ++il) {
         const auto & l = layers_[il];
@@ -76,10 +75,7 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
                           0.0f, 0.0f);
         ggml_tensor * kc = k_cache_[il];
         ggml_tensor * vc = v_cache_[il];
-        ggml_tensor * k_dst = ggml_view_2d(ctx, kc, kv_dim, n, kc->nb[1], pos0 * kc->nb[1]);
-        ggml_tensor * v_dst = ggml_view_2d(ctx, vc, n, kv_dim, vc->nb[1], pos0 * f);
-        ggml_build_forward_expand(gf, ggml_cpy(ctx, ggml_reshape_2d(ctx, k, kv_dim, n), k_dst));
-        ggml_build_forward_expand(gf, ggml_cpy(ctx, ggml_transpose(ctx, v), v_dst));
+        store(ggml_reshape_2d(ctx, k, kv_dim(), n), v, kc, vc);   // expanded before the reads below
 
         ggml_tensor * keys = ggml_view_3d(ctx, kc, t.head_dim, n_kv, t.n_kv_heads, kc->nb[1], t.head_dim * f, 0);
         ggml_tensor * vals = ggml_view_3d(ctx, vc, n_kv, t.head_dim, t.n_kv_heads, vc->nb[1], vc->nb[1] * t.head_dim, 0);
@@ -97,6 +93,38 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
         x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.w_down, ggml_mul(ctx, gate, up)));
     }
     return ggml_mul(ctx, ggml_rms_norm(ctx, x, t.norm_eps), output_norm_);
+}
+
+ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
+                                 ggml_tensor * mask, int64_t pos0) const {
+    const int64_t n = x->ne[1];
+    auto store = [&](ggml_tensor * k, ggml_tensor * v, ggml_tensor * kc, ggml_tensor * vc) {
+        ggml_tensor * k_dst = ggml_view_2d(ctx, kc, kv_dim(), n, kc->nb[1], pos0 * kc->nb[1]);
+        ggml_tensor * v_dst = ggml_view_2d(ctx, vc, n, kv_dim(), vc->nb[1], pos0 * sizeof(float));
+        ggml_build_forward_expand(gf, ggml_cpy(ctx, k, k_dst));
+        ggml_build_forward_expand(gf, ggml_cpy(ctx, ggml_transpose(ctx, v), v_dst));
+    };
+    return build_layers(ctx, x, pos, mask, pos0 + n, store);
+}
+
+ggml_tensor * qwen3_stack::build_indexed(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
+                                         ggml_tensor * mask, ggml_tensor * k_rows, ggml_tensor * v_cells,
+                                         int64_t n_kv) const {
+    auto store = [&](ggml_tensor * k, ggml_tensor * v, ggml_tensor * kc, ggml_tensor * vc) {
+        ggml_build_forward_expand(gf, ggml_set_rows(ctx, kc, k, k_rows));
+        // the transposed value cache as one-element rows: each value lands in its own cell
+        ggml_tensor * cells = ggml_reshape_2d(ctx, vc, 1, ggml_nelements(vc));
+        ggml_build_forward_expand(gf, ggml_set_rows(ctx, cells, ggml_reshape_2d(ctx, v, 1, ggml_nelements(v)), v_cells));
+    };
+    return build_layers(ctx, x, pos, mask, n_kv, store);
+}
+
+std::vector<int64_t> qwen3_stack::value_cells(int64_t pos0, int64_t n) const {
+    std::vector<int64_t> cells(size_t(n * kv_dim()));
+    for (int64_t i = 0; i < n; ++i) {
+        for (int64_t d = 0; d < kv_dim(); ++d) cells[size_t(i * kv_dim() + d)] = pos0 + i + d * n_ctx_;
+    }
+    return cells;
 }
 
 std::vector<float> causal_mask(int64_t pos0, int64_t n) {

@@ -34,9 +34,23 @@ public:
     ggml_tensor * build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos, ggml_tensor * mask,
                         int64_t pos0) const;
 
+    // The same for a graph reused at any position: the cache rows come from inputs, not from the
+    // graph's shape. k_rows: I64 [n] (positions); v_cells: I64 [n * kv_dim] (value_cells());
+    // mask: F32 [n_kv, n] over keys [0, n_kv), n_kv fixed when the graph is built.
+    ggml_tensor * build_indexed(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
+                                ggml_tensor * mask, ggml_tensor * k_rows, ggml_tensor * v_cells, int64_t n_kv) const;
+    // Cells of the transposed value cache that positions [pos0, pos0 + n) write, row by row.
+    std::vector<int64_t> value_cells(int64_t pos0, int64_t n) const;
+    int64_t kv_dim() const { return int64_t(hp_.n_kv_heads) * hp_.head_dim; }
+
     const transformer_hparams & hparams() const { return hp_; }
 
 private:
+    // one layer reading keys [0, n_kv) of the cache, after `store` wrote this call's keys and values
+    template <typename Store>
+    ggml_tensor * build_layers(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos,
+                               ggml_tensor * mask, int64_t n_kv, const Store & store) const;
+
     transformer_hparams hp_;
     std::vector<qwen3_layer_weights> layers_;
     ggml_tensor * output_norm_ = nullptr;

@@ -2,6 +2,8 @@
 // prompt rows -> talker prefill -> per frame: choose code 0, code predictor (15 sub-steps, fresh
 // cache) -> frame embedding + trailing text -> talker step.
 #include <chrono>
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -76,6 +78,7 @@ struct tts_engine::impl {
           talker(model_, "talker.", hp.talker.tfm), cp(model_, "cp.", hp.code_predictor.tfm),
           runner(pool, 8192, talker_sched ? compute_placement::sched : compute_placement::cpu),
           cp_runner(pool, 8192, cp_sched ? compute_placement::sched : compute_placement::cpu),
+          step_runner(pool, 8192, talker_sched ? compute_placement::sched : compute_placement::cpu),
           frame_runner(pool, 8192, cp_sched ? compute_placement::sched : compute_placement::cpu) {
         text_embd = w("talker.text_embd.weight");
         fc1_w = w("talker.text_proj.fc1.weight");
@@ -124,38 +127,54 @@ struct tts_engine::impl {
         }
     }
 
-    // sum over the parts a row has; parts no row uses are left out of the graph
-    ggml_tensor * build_embed(ggml_context * ctx, const prompt_rows & r, row_inputs & in) {
+    // One embedding table looked up for every row (rows without an id add nothing).
+    struct embed_part {
+        ggml_tensor * table;
+        bool text;                    // text rows go through text_projection
+        std::vector<int32_t> ids;     // -1 -> 0, masked out
+        std::vector<float> mask;
+    };
+
+    // the parts the rows use, in graph order; parts no row uses are left out
+    std::vector<embed_part> embed_parts(const prompt_rows & r) const {
         const int64_t n = r.n_rows;
-        ggml_tensor * sum = nullptr;
-        auto add = [&](ggml_tensor * t) { sum = sum ? ggml_add(ctx, sum, t) : t; };
+        std::vector<embed_part> parts;
         auto part = [&](ggml_tensor * table, const int32_t * ids, int64_t stride, bool text) {
-            std::vector<int32_t> idv(n);
-            std::vector<float> mask(n);
+            embed_part p{table, text, std::vector<int32_t>(n), std::vector<float>(n)};
             bool any = false;
             for (int64_t i = 0; i < n; ++i) {
                 const int32_t id = ids[i * stride];
-                idv[i] = id < 0 ? 0 : id;
-                mask[i] = id < 0 ? 0.0f : 1.0f;
+                p.ids[i] = id < 0 ? 0 : id;
+                p.mask[i] = id < 0 ? 0.0f : 1.0f;
                 any = any || id >= 0;
             }
-            if (!any) return;
-            ggml_tensor * t_ids = input_i32(ctx, n);
-            ggml_tensor * t_mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, n);
-            ggml_set_input(t_mask);
-            ggml_tensor * e = ggml_get_rows(ctx, table, t_ids);
-            if (text) {   // text_projection: fc2(silu(fc1(x)))
-                e = ggml_silu(ctx, ggml_add(ctx, ggml_mul_mat(ctx, fc1_w, e), fc1_b));
-                e = ggml_add(ctx, ggml_mul_mat(ctx, fc2_w, e), fc2_b);
-            }
-            add(ggml_mul(ctx, e, t_mask));
-            in.ids.push_back({t_ids, std::move(idv)});
-            in.floats.push_back({t_mask, std::move(mask)});
+            if (any) parts.push_back(std::move(p));
         };
         part(text_embd, r.text_ids.data(), 1, true);
         part(codec_embd, r.codec_ids.data(), 1, false);
         if (!r.frame_codes.empty()) {
             for (int j = 0; j + 1 < n_groups; ++j) part(cp_embd[j], r.frame_codes.data() + j, n_groups - 1, false);
+        }
+        return parts;
+    }
+
+    // sum of the parts (and of the rows' extra vectors); their inputs are recorded in `in`
+    ggml_tensor * build_embed(ggml_context * ctx, const prompt_rows & r, row_inputs & in) {
+        const int64_t n = r.n_rows;
+        ggml_tensor * sum = nullptr;
+        auto add = [&](ggml_tensor * t) { sum = sum ? ggml_add(ctx, sum, t) : t; };
+        for (embed_part & p : embed_parts(r)) {
+            ggml_tensor * t_ids = input_i32(ctx, n);
+            ggml_tensor * t_mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, n);
+            ggml_set_input(t_mask);
+            ggml_tensor * e = ggml_get_rows(ctx, p.table, t_ids);
+            if (p.text) {   // text_projection: fc2(silu(fc1(x)))
+                e = ggml_silu(ctx, ggml_add(ctx, ggml_mul_mat(ctx, fc1_w, e), fc1_b));
+                e = ggml_add(ctx, ggml_mul_mat(ctx, fc2_w, e), fc2_b);
+            }
+            add(ggml_mul(ctx, e, t_mask));
+            in.ids.push_back({t_ids, std::move(p.ids)});
+            in.floats.push_back({t_mask, std::move(p.mask)});
         }
         if (!r.vectors.empty()) {
             ggml_tensor * v = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hidden, n);
@@ -203,6 +222,72 @@ struct tts_engine::impl {
             embeds->resize(size_t(hidden) * n);
             ggml_backend_tensor_get(x, embeds->data(), 0, ggml_nbytes(x));
         }
+    }
+
+    // ---- talker: one generation step through a persistent graph ---------------------------------
+    // Every step has the same shapes but for the number of keys, so the graph attends over keys
+    // [0, n_kv) with n_kv rounded up to a bucket (the mask hides the rest) and writes its key and
+    // value at cache rows given as inputs: it is built and allocated once per bucket, then only fed.
+    static constexpr int64_t k_step_bucket = 256;
+    struct step_graph {
+        bool built = false;
+        int64_t n_kv = 0, cache_ctx = 0;
+        std::vector<ggml_tensor *> tables;   // embedding parts, in order
+        row_inputs in;
+        ggml_tensor *pos = nullptr, *mask = nullptr, *k_rows = nullptr, *v_cells = nullptr;
+        ggml_tensor *h = nullptr, *logits = nullptr;
+    } step_graph_;
+    graph_runner step_runner;   // owns that persistent graph
+
+    void build_step_graph(const prompt_rows & r, int64_t n_kv) {
+        step_graph & g = step_graph_;
+        ggml_context * ctx = step_runner.begin();
+        ggml_cgraph * gf = step_runner.graph();
+        g = step_graph{};
+        ggml_tensor * x = build_embed(ctx, r, g.in);
+        for (const embed_part & p : embed_parts(r)) g.tables.push_back(p.table);
+        g.pos = input_i32(ctx, 1);
+        g.mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n_kv, 1);
+        g.k_rows = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, 1);
+        g.v_cells = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, talker.kv_dim());
+        for (ggml_tensor * t : {g.mask, g.k_rows, g.v_cells}) ggml_set_input(t);
+        g.h = talker.build_indexed(ctx, gf, x, g.pos, g.mask, g.k_rows, g.v_cells, n_kv);
+        g.logits = ggml_mul_mat(ctx, codec_head, g.h);
+        ggml_set_output(g.h);
+        ggml_set_output(g.logits);
+        ggml_build_forward_expand(gf, g.logits);
+        step_runner.allocate();
+        g.n_kv = n_kv;
+        g.cache_ctx = talker.capacity();
+        g.built = true;
+    }
+
+    void talker_step(const prompt_rows & r, int64_t pos0, std::vector<float> & logits, std::vector<float> & h_last) {
+        std::vector<embed_part> parts = embed_parts(r);
+        const int64_t n_kv = std::min(talker.capacity(), (pos0 + k_step_bucket) / k_step_bucket * k_step_bucket);
+        step_graph & g = step_graph_;
+        bool same = g.built && g.n_kv == n_kv && g.cache_ctx == talker.capacity() && g.tables.size() == parts.size();
+        for (size_t i = 0; same && i < parts.size(); ++i) same = g.tables[i] == parts[i].table;
+        if (!same) build_step_graph(r, n_kv);
+        // inputs are set on every call: the allocator may reuse their memory within a launch
+        for (size_t i = 0; i < parts.size(); ++i) {
+            ggml_backend_tensor_set(g.in.ids[i].first, parts[i].ids.data(), 0, sizeof(int32_t));
+            ggml_backend_tensor_set(g.in.floats[i].first, parts[i].mask.data(), 0, sizeof(float));
+        }
+        const int32_t p32 = int32_t(pos0);
+        ggml_backend_tensor_set(g.pos, &p32, 0, sizeof(p32));
+        std::vector<float> mask(static_cast<size_t>(n_kv));
+        for (int64_t j = 0; j < n_kv; ++j) mask[size_t(j)] = j <= pos0 ? 0.0f : -INFINITY;
+        ggml_backend_tensor_set(g.mask, mask.data(), 0, ggml_nbytes(g.mask));
+        const int64_t row = pos0;
+        ggml_backend_tensor_set(g.k_rows, &row, 0, sizeof(row));
+        const std::vector<int64_t> cells = talker.value_cells(pos0, 1);
+        ggml_backend_tensor_set(g.v_cells, cells.data(), 0, ggml_nbytes(g.v_cells));
+        step_runner.compute();
+        logits.resize(codec_vocab);
+        h_last.resize(hidden);
+        ggml_backend_tensor_get(g.logits, logits.data(), 0, ggml_nbytes(g.logits));
+        ggml_backend_tensor_get(g.h, h_last.data(), 0, ggml_nbytes(g.h));
     }
 
     // ---- code predictor: one sub-step -------------------------------------------------------
@@ -385,7 +470,11 @@ struct tts_engine::impl {
             }
             // next talker input: the frame's embedding plus the next trailing text row
             auto ts = std::chrono::steady_clock::now();
-            talker_forward(step_rows(req, t, frame.data()), L + t, logits, h_last, nullptr);
+            if (req.talker_persistent) {
+                talker_step(step_rows(req, t, frame.data()), L + t, logits, h_last);
+            } else {
+                talker_forward(step_rows(req, t, frame.data()), L + t, logits, h_last, nullptr);
+            }
             talker_ms = ms_since(ts);
         }
         return res;
@@ -418,7 +507,8 @@ void tts_engine::teacher_forced(const generation_request & req, const int32_t * 
                                 std::vector<float> & logits, std::vector<float> & hidden) {
     p_->check_rows(req.prompt);
     const int64_t L = req.prompt.n_rows;
-    p_->talker.reserve(L + n_frames + 1);
+    // (the cache sized as generation with max_frames would size it: the same step graphs)
+    p_->talker.reserve(L + std::max(n_frames, req.max_frames) + 1);
     std::vector<float> l, h;
     logits.clear();
     hidden.clear();
@@ -427,7 +517,12 @@ void tts_engine::teacher_forced(const generation_request & req, const int32_t * 
         logits.insert(logits.end(), l.begin(), l.end());
         hidden.insert(hidden.end(), h.begin(), h.end());
         if (t == n_frames) break;
-        p_->talker_forward(p_->step_rows(req, t, codes + t * p_->n_groups), L + t, l, h, nullptr);
+        const prompt_rows step = p_->step_rows(req, t, codes + t * p_->n_groups);
+        if (req.talker_persistent) {
+            p_->talker_step(step, L + t, l, h);
+        } else {
+            p_->talker_forward(step, L + t, l, h, nullptr);
+        }
     }
 }
 
