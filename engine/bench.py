@@ -20,12 +20,22 @@ from .threads import available_cores, default_threads
 REFERENCE_SCRIPTS = Path(__file__).parent / "reference"
 
 
-def reference_python() -> Path | None:
-    """The reference's interpreter: $KAZEIA_REF_PYTHON, else .venv-ref beside the working folder."""
-    env = os.environ.get("KAZEIA_REF_PYTHON")
-    candidates = [Path(env)] if env else [Path.cwd() / ".venv-ref" / "bin" / "python",
-                                          Path(__file__).resolve().parents[1] / ".venv-ref" / "bin" / "python"]
+def _interpreter(env_var: str, venv: str) -> Path | None:
+    """$env_var, else <venv>/bin/python in the working folder or beside the source tree."""
+    env = os.environ.get(env_var)
+    candidates = [Path(env)] if env else [Path.cwd() / venv / "bin" / "python",
+                                          Path(__file__).resolve().parents[1] / venv / "bin" / "python"]
     return next((p for p in candidates if p.exists()), None)
+
+
+def reference_python() -> Path | None:
+    """The reference's interpreter: $KAZEIA_REF_PYTHON, else .venv-ref (tests/reference/setup_venv.sh)."""
+    return _interpreter("KAZEIA_REF_PYTHON", ".venv-ref")
+
+
+def vox_python() -> Path | None:
+    """An interpreter with vox-tts: $KAZEIA_VOX_PYTHON, else .venv-vox (tests/reference/setup_vox.sh)."""
+    return _interpreter("KAZEIA_VOX_PYTHON", ".venv-vox")
 
 
 def bench_model(size: str, decoder_type: str, progress: bool, out_type: str = "q8_0") -> Path:
@@ -39,14 +49,18 @@ def bench_model(size: str, decoder_type: str, progress: bool, out_type: str = "q
 
 
 def run_reference_script(script: str, *args) -> dict:
-    py = reference_python()
+    return run_script(reference_python(), "no reference interpreter (set KAZEIA_REF_PYTHON or run "
+                                           "tests/reference/setup_venv.sh)", REFERENCE_SCRIPTS / script, *args)
+
+
+def run_script(py: Path | None, missing: str, script: Path, *args) -> dict:
+    """Runs a script under another interpreter; its last stdout line is a JSON object."""
     if py is None:
-        return {"available": False, "reason": "no reference interpreter (set KAZEIA_REF_PYTHON or run "
-                                              "tests/reference/setup_venv.sh)"}
+        return {"available": False, "reason": missing}
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     env.pop("PYTHONPATH", None)
-    r = subprocess.run([str(py), str(REFERENCE_SCRIPTS / script), *map(str, args)], capture_output=True,
-                       text=True, env=env, timeout=3600)
+    r = subprocess.run([str(py), str(script), *map(str, args)], capture_output=True, text=True, env=env,
+                       timeout=3600)
     if r.returncode != 0:
         return {"available": False, "reason": (r.stderr.strip().splitlines() or ["failed"])[-1]}
     return {"available": True, **json.loads(r.stdout.strip().splitlines()[-1])}
@@ -99,7 +113,7 @@ def main_bench(args) -> int:
         result = bench_tts(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
                            frames=args.frames, threads=args.threads, reference=not args.no_reference,
                            divergence_types=tuple(args.divergence or ()), model_path=args.model,
-                           progress=not args.quiet)
+                           progress=not args.quiet, peers=not args.no_peers)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

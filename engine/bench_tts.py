@@ -12,12 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench import bench_model, run_reference_script
+from .bench import REFERENCE_SCRIPTS, bench_model, reference_python, run_reference_script, run_script, vox_python
+from .convert import convert
+from .demo import cache_dir
 from .engine import Engine, SamplingParams
 from .model_file import ModelFile, open_model
 from .random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config
 from .threads import available_cores, default_threads
 
+SHARED_SEED = 1234   # the Hugging Face checkpoint Kazeia and peer engines both read
 BENCH_TEXT = ("Kazeia measures every stage of speech synthesis on random weights, so that the numbers "
               "match what the released models cost per frame.")
 
@@ -63,6 +66,12 @@ def _top5(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.mean([len(set(x) & set(y)) / 5 for x, y in zip(ta.reshape(-1, 5), tb.reshape(-1, 5))]))
 
 
+def _ref_argmax_in_top5(ref: np.ndarray, other: np.ndarray) -> float:
+    """vox's gate metric: how often the f32 argmax is among the other model's five best."""
+    best = np.argmax(ref, axis=-1)[..., None]
+    return float(np.mean(np.any(np.argsort(-other, axis=-1)[..., :5] == best, axis=-1)))
+
+
 def divergence(ref: Engine, other: Engine, frames: int) -> dict:
     """Teacher-forced logits of talker and code predictor on the f32 model's greedy frames, and the
     agreement of free-running greedy codes."""
@@ -80,15 +89,49 @@ def divergence(ref: Engine, other: Engine, frames: int) -> dict:
     cpo = np.stack([other._native.code_predictor_logits(ho[f], r.codes[f]) for f in range(n_cp)])
     n = min(len(r.codes), len(o.codes))
     return {"talker_kl": _kl(lr[:, :vocab], lo[:, :vocab]), "talker_top5": _top5(lr[:, :vocab], lo[:, :vocab]),
+            "talker_ref_argmax_in_top5": _ref_argmax_in_top5(lr[:, :vocab], lo[:, :vocab]),
             "code_predictor_kl": _kl(cpr, cpo), "code_predictor_top5": _top5(cpr, cpo),
+            "code_predictor_ref_argmax_in_top5": _ref_argmax_in_top5(cpr, cpo),
             "code_agreement": float(np.mean(r.codes[:n] == o.codes[:n])) if n else 0.0, "frames": n}
+
+
+def shared_checkpoint(size: str) -> tuple[Path | None, str]:
+    """A full-size random checkpoint in the released Hugging Face layout, built once by the
+    reference harness: peers read it directly, Kazeia through its converter (same weights)."""
+    folder = cache_dir() / f"hf-{size}-custom_voice-seed{SHARED_SEED}"
+    if (folder / "config.json").exists():
+        return folder, ""
+    script = Path(__file__).resolve().parents[1] / "tests" / "reference" / "make_hf_checkpoint.py"
+    if not script.exists():
+        return None, "building the shared checkpoint needs the source tree (tests/reference)"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    r = run_script(reference_python(), "no reference interpreter to build the shared checkpoint (run "
+                   "tests/reference/setup_venv.sh)", script, folder, "--size", size, "--seed", SHARED_SEED)
+    return (folder, "") if r.get("available") else (None, r["reason"])
+
+
+def converted(folder: Path, out_type: str, decoder_type: str, progress: bool) -> Path:
+    path = folder.parent / f"{folder.name}-{out_type}-dec{decoder_type}.gguf"
+    if not path.exists():
+        convert(folder, path, out_type=out_type, decoder_type=decoder_type, progress=progress)
+    return path
 
 
 def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f16", frames: int = 40,
               threads: int | None = None, reference: bool = True, divergence_types: tuple[str, ...] = (),
-              model_path: str | None = None, progress: bool = True) -> dict:
+              model_path: str | None = None, progress: bool = True, peers: bool = True) -> dict:
     threads = threads or default_threads()
-    path = Path(model_path) if model_path else bench_model(size, decoder_type, progress, out_type=out_type)
+    # with a peer engine installed, every engine runs the same Hugging Face checkpoint
+    shared, why_not_shared = None, "no peer engine installed (tests/reference/setup_vox.sh)"
+    if model_path:
+        why_not_shared = "a model file was given"
+    elif peers and vox_python() is not None:
+        shared, why_not_shared = shared_checkpoint(size)
+
+    def model_for(t: str, dec: str) -> Path:
+        return converted(shared, t, dec, progress) if shared else bench_model(size, dec, progress, out_type=t)
+
+    path = Path(model_path) if model_path else model_for(out_type, decoder_type)
     engine = Engine.load(path, threads=threads)
     sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
     engine.synthesize("Warm up.", speaker="vivian", sampling=SamplingParams.from_model(engine.info, max_frames=2))
@@ -106,6 +149,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     result = {
         "stage": "all", "model": str(path), "size": engine.info.size, "type": out_type, "decoder_type": decoder_type,
         "threads": threads, "cores": available_cores(), "frames": t.frames,
+        "checkpoint": str(shared) if shared else f"Kazeia's own random model ({why_not_shared})",
         "kazeia": {"prefill_ms": t.prefill_ms, "ms_per_frame": per_frame, "total_ms_per_frame": sum(per_frame.values()),
                    "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "peak_rss_mb": peak_rss_mb},
         "roofline": {"read_bandwidth_gbs": bandwidth, "weight_bytes_per_frame": wbytes,
@@ -113,12 +157,17 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
                      "talker_plus_code_predictor_ms": lm_ms, "ratio_to_roofline": lm_ms / roofline_ms},
     }
     if divergence_types:
-        ref_engine = Engine.load(bench_model(size, "f32", progress, out_type="f32"), threads=threads)
+        ref_engine = Engine.load(model_for("f32", "f32"), threads=threads)
         result["divergence_vs_f32"] = {}
         for q in divergence_types:
-            other = engine if q == out_type else Engine.load(bench_model(size, decoder_type, progress, out_type=q),
-                                                              threads=threads)
+            other = engine if q == out_type else Engine.load(model_for(q, decoder_type), threads=threads)
             result["divergence_vs_f32"][q] = divergence(ref_engine, other, frames=50)
+    if shared:
+        vox = run_script(vox_python(), "", REFERENCE_SCRIPTS / "vox_bench.py", shared, shared.parent / "vox-models",
+                         frames, threads, BENCH_TEXT, "vivian", "english")
+        result["vox"] = vox
+        if vox.get("available"):
+            result["speedup_vs_vox"] = vox["total_ms_per_frame"] / sum(per_frame.values())
     if reference:
         ref = reference_tts(engine.model, size, frames, threads)
         result["reference"] = ref

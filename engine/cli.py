@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--stage", choices=["all", "decoder"], default="all",
                    help="all: the whole pipeline per stage (default); decoder: the speech decoder alone")
     b.add_argument("--type", choices=FILE_TYPES, default="q8_0", help="talker / code-predictor weights")
-    b.add_argument("--divergence", nargs="*", choices=["q8_0", "q4_k", "f16", "bf16"], default=None,
+    b.add_argument("--divergence", nargs="*", choices=[t for t in FILE_TYPES if t != "f32"], default=None,
                    help="also measure these types against f32 (logit KL, top-5 and code agreement)")
     b.add_argument("--size", choices=["0.6b", "1.7b"], default="0.6b")
     b.add_argument("--frames", type=int, default=50)
@@ -248,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--decoder-type", choices=HALF_OR_F32, default=None, help="default f16 (stage all), f32 (decoder)")
     b.add_argument("--model", default=None, help="benchmark this file instead of a cached random model")
     b.add_argument("--no-reference", action="store_true", help="skip the PyTorch reference")
+    b.add_argument("--no-peers", action="store_true",
+                   help="skip peer engines (vox-tts, when installed: all engines then run one shared checkpoint)")
     b.add_argument("--json", default=None, help="also write the result to this file")
     b.add_argument("-q", "--quiet", action="store_true")
     b.set_defaults(func=_cmd_bench)

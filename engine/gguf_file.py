@@ -18,11 +18,12 @@ from tqdm import tqdm
 from kazeia import _native
 
 # Types a user can ask for, in fallback order for a tensor whose rows do not fit the blocks.
-FILE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_k")
-_FALLBACK = {"q4_k": ("q4_k", "q8_0", "f16"), "q8_0": ("q8_0", "f16"), "bf16": ("bf16",), "f16": ("f16",),
-             "f32": ("f32",)}
+FILE_TYPES = ("f32", "f16", "bf16", "q8_0", "q6_k", "q5_k", "q4_k")
+_FALLBACK = {"q4_k": ("q4_k", "q8_0", "f16"), "q5_k": ("q5_k", "q8_0", "f16"), "q6_k": ("q6_k", "q8_0", "f16"),
+             "q8_0": ("q8_0", "f16"), "bf16": ("bf16",), "f16": ("f16",), "f32": ("f32",)}
 _GGML_TYPE = {"f32": gguf.GGMLQuantizationType.F32, "f16": gguf.GGMLQuantizationType.F16,
               "bf16": gguf.GGMLQuantizationType.BF16, "q8_0": gguf.GGMLQuantizationType.Q8_0,
+              "q6_k": gguf.GGMLQuantizationType.Q6_K, "q5_k": gguf.GGMLQuantizationType.Q5_K,
               "q4_k": gguf.GGMLQuantizationType.Q4_K}
 
 

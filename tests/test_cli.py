@@ -6,6 +6,9 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+import pytest
+
 from goldens import checkpoint_dir
 
 
@@ -89,6 +92,36 @@ def test_bench_decoder_smoke(tmp_path, converted):
     result = json.loads(out.read_text())
     assert result["frames"] == 3 and result["kazeia"]["offline_ms_per_frame"] > 0
     assert result["kazeia"]["stream_ms_per_frame_mean"] > 0
+
+
+def test_bench_pipeline_smoke(tmp_path, converted):
+    out = tmp_path / "bench.json"
+    r = kazeia("bench", "--model", converted("custom_voice"), "--frames", "6", "--threads", "1", "--no-reference",
+               "--json", out)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    k = result["kazeia"]
+    assert result["frames"] == 6 and all(v > 0 for v in k["ms_per_frame"].values())
+    assert 0 < k["ttfa_ms"] and k["rtf"] > 0 and k["peak_rss_mb"] > 0
+    assert result["roofline"]["talker_plus_code_predictor_roofline_ms"] > 0
+    assert "a model file was given" in result["checkpoint"] and "vox" not in result
+
+
+def test_divergence_metrics():
+    from kazeia.engine.bench_tts import _kl, _ref_argmax_in_top5, _top5
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((40, 100))
+    assert _kl(a, a) == pytest.approx(0, abs=1e-12) and _kl(a, a + 0.5 * rng.standard_normal(a.shape)) > 0.01
+    assert _top5(a, a) == 1.0 and _ref_argmax_in_top5(a, a) == 1.0
+    worse = a.copy()
+    worse[np.arange(40), a.argmax(axis=1)] = -10   # the reference's best choice ranked last
+    assert _ref_argmax_in_top5(a, worse) == 0.0 and _top5(a, worse) == pytest.approx(0.8)
+
+
+def test_peer_scripts_report_a_missing_interpreter():
+    from kazeia.engine.bench import REFERENCE_SCRIPTS, run_script
+    r = run_script(None, "vox-tts is not installed", REFERENCE_SCRIPTS / "vox_bench.py")
+    assert r == {"available": False, "reason": "vox-tts is not installed"}
 
 
 def test_say_on_the_demo_model(tmp_path):

@@ -167,7 +167,7 @@ def test_sharded_checkpoint_converts_identically(tmp_path, converted):
         assert np.array_equal(a.native.tensor_f32(spec["name"]), b.native.tensor_f32(spec["name"])), spec["name"]
 
 
-@pytest.mark.parametrize("out_type", ["f16", "bf16", "q8_0", "q4_k"])
+@pytest.mark.parametrize("out_type", ["f16", "bf16", "q8_0", "q6_k", "q5_k", "q4_k"])
 def test_storage_types_follow_roles(converted, out_type):
     model = open_model(converted("base", out_type))
     ref = open_model(converted("base", "f32"))
@@ -182,14 +182,15 @@ def test_storage_types_follow_roles(converted, out_type):
             assert t == "f16", name
         else:
             # a quantised type falls back when rows are not whole blocks (q4_K: 256, q8_0: 32)
-            chain = {"q4_k": [("q4_K", 256), ("q8_0", 32), ("f16", 1)], "q8_0": [("q8_0", 32), ("f16", 1)]}
+            chain = {k: [(k.replace("_k", "_K"), 256), ("q8_0", 32), ("f16", 1)] for k in ("q6_k", "q5_k", "q4_k")}
+            chain["q8_0"] = [("q8_0", 32), ("f16", 1)]
             want_t = next(t for t, block in chain.get(out_type, [(out_type, 1)]) if spec["shape"][-1] % block == 0)
             assert t == want_t, (name, t)
         got, want = model.native.tensor_f32(name), ref.native.tensor_f32(name)
         scale = float(np.abs(want).max()) or 1.0
-        tol = {"f32": 0, "f16": 2e-3, "bf16": 8e-3, "q8_0": 1e-2, "q4_K": 0.15}[t]
+        tol = {"f32": 0, "f16": 2e-3, "bf16": 8e-3, "q8_0": 1e-2, "q6_K": 0.03, "q5_K": 0.07, "q4_K": 0.15}[t]
         assert float(np.abs(got - want).max()) <= tol * scale, name
-    assert {"f16": "f16", "bf16": "bf16", "q8_0": "q8_0", "q4_k": "q8_0"}[out_type] in seen
+    assert {"f16": "f16", "bf16": "bf16", "q8_0": "q8_0"}.get(out_type, "q8_0") in seen
 
 
 def test_metadata_matches_released_configs():
