@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import resource
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -16,6 +16,7 @@ from .bench import REFERENCE_SCRIPTS, bench_model, reference_python, run_referen
 from .convert import convert
 from .demo import cache_dir
 from .engine import Engine, SamplingParams
+from .reference.proc_stats import peak_rss_mb, reset_peak_rss
 from .model_file import ModelFile, open_model
 from .random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config
 from .threads import available_cores, default_threads
@@ -131,7 +132,16 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     def model_for(t: str, dec: str) -> Path:
         return converted(shared, t, dec, progress) if shared else bench_model(size, dec, progress, out_type=t)
 
+    def run_vox(n_frames: int) -> dict:
+        return run_script(vox_python(), "", REFERENCE_SCRIPTS / "vox_bench.py", shared, shared.parent / "vox-models",
+                          n_frames, threads, BENCH_TEXT, "vivian", "english")
+
+    # every file is made before anything is timed, and written out (no writeback during a run)
     path = Path(model_path) if model_path else model_for(out_type, decoder_type)
+    vox_prepared = run_vox(0) if shared else {}
+    if hasattr(os, "sync"):
+        os.sync()
+    reset_peak_rss()
     engine = Engine.load(path, threads=threads)
     sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
     engine.synthesize("Warm up.", speaker="vivian", sampling=SamplingParams.from_model(engine.info, max_frames=2))
@@ -139,7 +149,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     for _ in stream:
         pass
     t = stream.result.timings
-    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # before the bandwidth probe's buffer
+    peak_mb = peak_rss_mb()   # before the bandwidth probe's buffer
     bandwidth = {"1": read_bandwidth_gbs(1), str(threads): read_bandwidth_gbs(threads)}
     per_frame = {"talker": t.mean_ms("talker"), "code_predictor": t.mean_ms("code_predictor"),
                  "decoder": t.mean_ms("decoder")}
@@ -151,7 +161,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
         "threads": threads, "cores": available_cores(), "frames": t.frames,
         "checkpoint": str(shared) if shared else f"Kazeia's own random model ({why_not_shared})",
         "kazeia": {"prefill_ms": t.prefill_ms, "ms_per_frame": per_frame, "total_ms_per_frame": sum(per_frame.values()),
-                   "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "peak_rss_mb": peak_rss_mb},
+                   "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "peak_rss_mb": peak_mb},
         "roofline": {"read_bandwidth_gbs": bandwidth, "weight_bytes_per_frame": wbytes,
                      "talker_plus_code_predictor_roofline_ms": roofline_ms,
                      "talker_plus_code_predictor_ms": lm_ms, "ratio_to_roofline": lm_ms / roofline_ms},
@@ -163,8 +173,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
             other = engine if q == out_type else Engine.load(model_for(q, decoder_type), threads=threads)
             result["divergence_vs_f32"][q] = divergence(ref_engine, other, frames=50)
     if shared:
-        vox = run_script(vox_python(), "", REFERENCE_SCRIPTS / "vox_bench.py", shared, shared.parent / "vox-models",
-                         frames, threads, BENCH_TEXT, "vivian", "english")
+        vox = run_vox(frames) if vox_prepared.get("available") else vox_prepared
         result["vox"] = vox
         if vox.get("available"):
             result["speedup_vs_vox"] = vox["total_ms_per_frame"] / sum(per_frame.values())

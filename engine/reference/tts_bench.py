@@ -10,11 +10,11 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import json
-import resource
 import sys
 import time
 
 from decoder_bench import stub_unused_modules  # same folder
+from proc_stats import peak_rss_mb
 
 
 def main():
@@ -71,7 +71,7 @@ def main():
         "build_s": build_s, "prefill_ms": 1000 * times["talker"][0], "talker_ms_per_frame": talker_ms,
         "code_predictor_ms_per_frame": cp_ms, "decoder_ms_per_frame": dec_ms,
         "total_ms_per_frame": talker_ms + cp_ms + dec_ms, "rtf": (talker_ms + cp_ms + dec_ms) / 80.0,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+        "peak_rss_mb": peak_rss_mb()}))
 
 
 if __name__ == "__main__":

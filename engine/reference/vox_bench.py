@@ -3,7 +3,8 @@ number of frames: per-stage ms per frame from vox's own counters, TTFA, RTF and 
 
 Run by an interpreter that has vox installed (KAZEIA_VOX_PYTHON or .venv-vox):
     python vox_bench.py HF_DIR CACHE_DIR FRAMES THREADS TEXT SPEAKER LANGUAGE
-vox converts HF_DIR once (`python -m vox build --dtype bf16 --quant q8`, cached in CACHE_DIR).
+vox converts HF_DIR once (`python -m vox build --dtype bf16 --quant q8`, cached in CACHE_DIR);
+FRAMES 0 only converts (so that no conversion runs while another engine is being timed).
 VOX_DEBUG_NO_EOS (read by vox's engine) keeps a random-weight model from stopping early, and
 max_frames caps the count. Prints one JSON line. Imports nothing from Kazeia.
 """
@@ -12,21 +13,12 @@ import os
 os.environ.setdefault("VOX_DEBUG_NO_EOS", "1")   # read once, when the native engine starts
 
 import json
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-
-def machine_busy_seconds():
-    """CPU seconds the whole machine has been busy (/proc/stat), to tell how loaded a run was."""
-    try:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
+from proc_stats import machine_busy_seconds, peak_rss_mb  # same folder
 
 
 def built_model(hf_dir: Path, cache: Path, version: str) -> Path:
@@ -76,6 +68,8 @@ def main():
         return {"available": False, "reason": f"cannot import vox: {e}"}
     try:
         model = built_model(Path(hf_dir), Path(cache), vox.__version__)
+        if frames == 0:
+            return {"version": vox.__version__, "model": str(model)}
         engine = vox.Engine(str(model), device="cpu", threads=threads)
         voice = engine.speaker_voice(speaker)
         run_once(engine, voice, text, frames, language)   # warm-up
@@ -90,7 +84,7 @@ def main():
             "model": str(model), "frames": r["frames"], "threads": threads, "ms_per_frame": ms,
             "total_ms_per_frame": sum(ms.values()), "prefill_ms": 1000 * r["seconds"].get("prefill", 0.0),
             "ttfa_ms": 1000 * r["ttfa_s"], "rtf": r["wall_s"] / audio_s if audio_s else None,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_rss_mb": peak_rss_mb(),
             "others_cpu_cores": r["others_cpu_cores"]}
 
 
