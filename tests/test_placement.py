@@ -51,3 +51,14 @@ def test_scheduler_path_matches_cpu(converted, case, report):
     report(f"placement {case}: cpu talker/cp/decoder {t_cpu.mean_ms('talker'):.2f}/{t_cpu.mean_ms('code_predictor'):.2f}/"
            f"{t_cpu.mean_ms('decoder'):.2f} ms per frame, accel-sched (CPU only) {t_sched.mean_ms('talker'):.2f}/"
            f"{t_sched.mean_ms('code_predictor'):.2f}/{t_sched.mean_ms('decoder'):.2f}; audio max diff {err:.1e}")
+
+
+def test_repacked_q4k_matrices_multiply_like_the_file_layout():
+    """On the CPU, q4_K matrices are copied into ggml's interleaved layout (CPU_REPACK) for faster
+    products; both layouts hold the same quantised values, so only the summation order differs."""
+    for n in (1, 2, 17):   # the talker step, the padded single column, a prompt
+        made, plain, repacked = _native.compare_repacked_matmul(64, 1024, n, seed=n)
+        if not made:
+            pytest.skip("ggml has no repacked q4_K layout for this CPU (it needs AVX2)")
+        assert plain.shape == repacked.shape == (n, 64)
+        assert np.abs(plain - repacked).max() <= 1e-5 * np.abs(plain).max()

@@ -9,6 +9,7 @@
 #include "kazeia/model.h"
 #include "kazeia/quantize.h"
 #include "kazeia/tensor_table.h"
+#include "runtime/repacked_weights.h"
 
 namespace py = pybind11;
 
@@ -194,6 +195,21 @@ void register_model(py::module_ & m) {
     }, "Checkpoint tensors a converter drops on purpose: (regex, reason)");
 
     m.def("type_block_size", &type_block_size, py::arg("type"));
+    m.def("compare_repacked_matmul", [](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+        std::vector<float> plain, repacked;
+        bool made;
+        {
+            py::gil_scoped_release release;
+            made = repacked_weights::compare(rows, cols, n, seed, plain, repacked);
+        }
+        auto arr = [&](const std::vector<float> & v) {
+            py::array_t<float> a({n, rows});
+            std::copy(v.begin(), v.end(), a.mutable_data());
+            return a;
+        };
+        return py::make_tuple(made, arr(plain), arr(repacked));
+    }, "W x for a random q4_K W through the plain and the CPU's repacked layout: (repacked?, plain, repacked)",
+       py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
     m.def("quantize", [](py::array_t<float, py::array::c_style | py::array::forcecast> data, const std::string & type) {
         if (data.ndim() != 2) throw std::invalid_argument("quantize expects a 2-D array [rows, values]");
         const int64_t rows = data.shape(0), cols = data.shape(1);

@@ -10,18 +10,21 @@
 
 namespace kazeia {
 
-qwen3_stack::qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp) : hp_(hp) {
+qwen3_stack::qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp,
+                         const std::function<ggml_tensor *(ggml_tensor *)> & matrix)
+    : hp_(hp) {
     auto w = [&](const std::string & name) {
         ggml_tensor * t = m.tensor(name);
         if (!t) throw model_error("missing tensor " + name);
         return t;
     };
+    auto mat = [&](const std::string & name) { return matrix ? matrix(w(name)) : w(name); };
     for (int i = 0; i < hp.n_layers; ++i) {
         const std::string p = prefix + "blk." + std::to_string(i) + ".";
-        layers_.push_back({w(p + "attn_norm.weight"), w(p + "attn_q.weight"), w(p + "attn_k.weight"),
-                           w(p + "attn_v.weight"), w(p + "attn_output.weight"), w(p + "attn_q_norm.weight"),
-                           w(p + "attn_k_norm.weight"), w(p + "ffn_norm.weight"), w(p + "ffn_gate.weight"),
-                           w(p + "ffn_up.weight"), w(p + "ffn_down.weight")});
+        layers_.push_back({w(p + "attn_norm.weight"), mat(p + "attn_q.weight"), mat(p + "attn_k.weight"),
+                           mat(p + "attn_v.weight"), mat(p + "attn_output.weight"), w(p + "attn_q_norm.weight"),
+                           w(p + "attn_k_norm.weight"), w(p + "ffn_norm.weight"), mat(p + "ffn_gate.weight"),
+                           mat(p + "ffn_up.weight"), mat(p + "ffn_down.weight")});
     }
     output_norm_ = w(prefix + "output_norm.weight");
 }

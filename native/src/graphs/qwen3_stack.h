@@ -2,6 +2,7 @@
 // backend buffer: the body of both the talker (28 layers) and the code predictor (5 layers).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,10 @@ struct qwen3_layer_weights {
 
 class qwen3_stack {
 public:
-    // prefix: "talker." or "cp."; binds <prefix>blk.N.* and <prefix>output_norm.weight
-    qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp);
+    // prefix: "talker." or "cp."; binds <prefix>blk.N.* and <prefix>output_norm.weight;
+    // `matrix` may swap a projection for a copy in a faster layout (runtime/repacked_weights.h)
+    qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp,
+                const std::function<ggml_tensor *(ggml_tensor *)> & matrix = {});
     ~qwen3_stack();
     qwen3_stack(const qwen3_stack &) = delete;
     qwen3_stack & operator=(const qwen3_stack &) = delete;

@@ -13,6 +13,7 @@
 #include "kazeia/model.h"
 #include "kazeia/tts.h"
 #include "runtime/graph_runner.h"
+#include "runtime/repacked_weights.h"
 #include "runtime/sampler.h"
 
 namespace kazeia {
@@ -53,6 +54,8 @@ struct tts_engine::impl {
     int codec_vocab;
     int cp_vocab;
 
+    // matrices in the CPU's faster layout, per stage computed on the CPU (declared before the stacks)
+    repacked_weights talker_layout, cp_layout;
     // talker
     ggml_tensor *text_embd, *fc1_w, *fc1_b, *fc2_w, *fc2_b, *codec_embd, *codec_head;
     qwen3_stack talker;
@@ -75,24 +78,26 @@ struct tts_engine::impl {
     impl(const model & model_, std::shared_ptr<thread_pool> pool, bool talker_sched, bool cp_sched)
         : m(model_), hp(model_.hparams()), hidden(hp.talker.tfm.hidden), n_groups(hp.talker.n_code_groups),
           codec_vocab(hp.talker.codec_vocab), cp_vocab(hp.code_predictor.vocab),
-          talker(model_, "talker.", hp.talker.tfm), cp(model_, "cp.", hp.code_predictor.tfm),
+          talker_layout(&model_, !talker_sched), cp_layout(&model_, !cp_sched),
+          talker(model_, "talker.", hp.talker.tfm, std::ref(talker_layout)),
+          cp(model_, "cp.", hp.code_predictor.tfm, std::ref(cp_layout)),
           runner(pool, 8192, talker_sched ? compute_placement::sched : compute_placement::cpu),
           cp_runner(pool, 8192, cp_sched ? compute_placement::sched : compute_placement::cpu),
           step_runner(pool, 8192, talker_sched ? compute_placement::sched : compute_placement::cpu),
           frame_runner(pool, 8192, cp_sched ? compute_placement::sched : compute_placement::cpu) {
         text_embd = w("talker.text_embd.weight");
-        fc1_w = w("talker.text_proj.fc1.weight");
+        fc1_w = talker_layout(w("talker.text_proj.fc1.weight"));
         fc1_b = w("talker.text_proj.fc1.bias");
-        fc2_w = w("talker.text_proj.fc2.weight");
+        fc2_w = talker_layout(w("talker.text_proj.fc2.weight"));
         fc2_b = w("talker.text_proj.fc2.bias");
         codec_embd = w("talker.codec_embd.weight");
-        codec_head = w("talker.codec_head.weight");
+        codec_head = talker_layout(w("talker.codec_head.weight"));
         for (int j = 0; j + 1 < n_groups; ++j) {
             cp_embd.push_back(w("cp.codec_embd." + std::to_string(j) + ".weight"));
-            cp_head.push_back(w("cp.head." + std::to_string(j) + ".weight"));
+            cp_head.push_back(cp_layout(w("cp.head." + std::to_string(j) + ".weight")));
         }
         if (hp.code_predictor.has_input_proj) {
-            cp_proj_w = w("cp.input_proj.weight");
+            cp_proj_w = cp_layout(w("cp.input_proj.weight"));
             cp_proj_b = w("cp.input_proj.bias");
         }
         eos_id = int(m.get_int("qwen3tts.codec.eos"));
