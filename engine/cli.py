@@ -147,7 +147,9 @@ def _cmd_devices(args) -> int:
         print(json.dumps(devices, indent=2))
         return 0
     for d in devices:
-        caps = [c for c in ("async", "host_buffer", "buffer_from_host_ptr", "events") if d[c]]
+        caps = [c for c in ("async", "buffer_from_host_ptr", "events") if d[c]]
+        if d["host_buffer_type"]:
+            caps.append(f"host_buffer {d['host_buffer_type']}")
         print(f"{d['name']:<10} {d['type']:<6} {d['description']}  "
               f"memory {d['memory_free'] / 2**30:.1f}/{d['memory_total'] / 2**30:.1f} GiB  caps: {', '.join(caps) or '-'}")
     from .placement import mode_status

@@ -141,11 +141,18 @@ class Engine:
         """cpu | accel-weights | accel-sched, for all stages or per stage ({"talker": ...}).
         Takes effect on the next synthesis; the model file is not read again."""
         chosen = placements.resolve(placement)
+        host = placements.weights_device() if "accel-weights" in chosen.values() else None
+
+        def weights_buffer(stage: str) -> str:   # accel-weights: the accelerator's host-visible buffer
+            return host["host_buffer_type"] if chosen[stage] == "accel-weights" else ""
         with self._lock:
             self._native = _native.TtsEngine(self.model.native, self._pool,
                                              talker_scheduled=chosen["talker"] == "accel-sched",
-                                             code_predictor_scheduled=chosen["code_predictor"] == "accel-sched")
-            self._decoder = SpeechDecoder(self.model, pool=self._pool, scheduled=chosen["decoder"] == "accel-sched")
+                                             code_predictor_scheduled=chosen["code_predictor"] == "accel-sched",
+                                             talker_weights_buffer=weights_buffer("talker"),
+                                             code_predictor_weights_buffer=weights_buffer("code_predictor"))
+            self._decoder = SpeechDecoder(self.model, pool=self._pool, scheduled=chosen["decoder"] == "accel-sched",
+                                          weights_buffer=weights_buffer("decoder"))
             self.placement = chosen
 
     @property

@@ -23,17 +23,26 @@ def accelerators(devices: list[dict] | None = None) -> list[dict]:
     return [d for d in (devices if devices is not None else _native.devices()) if d["type"] != "cpu"]
 
 
+def weights_device(devices: list[dict] | None = None) -> dict | None:
+    """The accelerator whose host-visible buffer accel-weights uses: the first that has one."""
+    return next((d for d in accelerators(devices) if d.get("host_buffer_type")), None)
+
+
 def mode_status(devices: list[dict] | None = None) -> dict[str, ModeStatus]:
     devices = devices if devices is not None else _native.devices()
     accel = accelerators(devices)
     names = ", ".join(d["name"] for d in devices) or "none"
     sched_note = (f"scheduler over {', '.join(d['name'] for d in accel)} + CPU" if accel else
                   "no accelerator: the scheduler runs over the CPU backend alone")
-    if not accel:
+    host = weights_device(devices)
+    if host is not None:
+        weights = ModeStatus("accel-weights", True, f"weights in {host['host_buffer_type']} (host-visible memory of "
+                                                    f"{host['name']}), computed on by the CPU")
+    elif not accel:
         weights = ModeStatus("accel-weights", False, f"needs an accelerator device; ggml lists only: {names}")
     else:
-        weights = ModeStatus("accel-weights", False, "placing weights in an accelerator's host buffer is not "
-                                                     "implemented in this build yet")
+        weights = ModeStatus("accel-weights", False, f"no accelerator offers a host-visible buffer "
+                                                     f"({', '.join(d['name'] for d in accel)})")
     return {"cpu": ModeStatus("cpu", True, "ggml CPU backend"), "accel-weights": weights,
             "accel-sched": ModeStatus("accel-sched", True, sched_note)}
 

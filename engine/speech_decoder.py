@@ -56,13 +56,15 @@ class SpeechDecoder:
     25 frames of left context, exactly as the reference does; False decodes in one pass."""
 
     def __init__(self, model: ModelFile, threads: int | None = None, reference_chunking: bool = True,
-                 pool: "_native.ThreadPool | None" = None, scheduled: bool = False):
+                 pool: "_native.ThreadPool | None" = None, scheduled: bool = False, weights_buffer: str = ""):
         self.model = model
         self.pool = pool or _native.ThreadPool(threads or default_threads())   # shared by all streams
         self.threads = self.pool.n_threads
         self.scheduled = scheduled   # compute through ggml_backend_sched (placement accel-sched)
         self.reference_chunking = reference_chunking
-        self._native = _native.SpeechDecoder(model.native)   # weights prepared once, shared by streams
+        # weights prepared once, shared by streams; weights_buffer: a host-visible buffer type to keep
+        # them in (placement accel-weights)
+        self._native = _native.SpeechDecoder(model.native, weights_buffer=weights_buffer)
         self._offline: DecoderStream | None = None
 
     def stream(self) -> DecoderStream:

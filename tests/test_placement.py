@@ -53,6 +53,39 @@ def test_scheduler_path_matches_cpu(converted, case, report):
            f"{t_sched.mean_ms('code_predictor'):.2f}/{t_sched.mean_ms('decoder'):.2f}; audio max diff {err:.1e}")
 
 
+def test_accel_weights_needs_an_accelerator_with_a_host_buffer():
+    cpu = {"name": "CPU", "type": "cpu", "host_buffer_type": ""}
+    npu = {"name": "NPU0", "type": "accel", "host_buffer_type": "NPU0_Host"}
+    bare = {"name": "GPU0", "type": "gpu", "host_buffer_type": ""}
+    assert not mode_status([cpu])["accel-weights"].available
+    status = mode_status([cpu, bare])["accel-weights"]
+    assert not status.available and "GPU0" in status.reason
+    status = mode_status([cpu, bare, npu])["accel-weights"]
+    assert status.available and "NPU0_Host" in status.reason and "CPU" in status.reason
+
+
+def test_accel_weights_path_matches_cpu(converted, monkeypatch):
+    """accel-weights copies every weight into the accelerator's host-visible buffer type and computes
+    on the CPU. With the CPU backend's own buffer type standing in for that buffer, the copies must
+    give exactly what the file's weights give."""
+    variant, text, request, g = case_request("cv_dylan_chinese_stream")
+    model = open_model(converted(variant, "f32"))
+    engine = Engine(model, threads=2)
+    sampling = SamplingParams.from_model(model.info, max_frames=len(g["codes"])).greedy()
+    cpu = engine.synthesize(text, sampling=sampling, **request)
+    real = _native.devices()
+    stand_in = {**real[0], "name": "StandInNPU", "type": "accel", "host_buffer_type": "CPU"}
+    monkeypatch.setattr(_native, "devices", lambda: [*real, stand_in])
+    engine.set_placement({"talker": "accel-weights", "code_predictor": "accel-weights", "decoder": "accel-weights"})
+    assert engine.model is model   # no reload
+    copied = engine.synthesize(text, sampling=sampling, **request)
+    assert np.array_equal(copied.codes, cpu.codes) and np.array_equal(copied.audio, cpu.audio)
+    with pytest.raises(ValueError, match="no buffer type named 'NPU9_Host'"):
+        _native.TtsEngine(model.native, engine._pool, talker_weights_buffer="NPU9_Host")
+    with pytest.raises(ValueError, match="no buffer type named"):
+        _native.SpeechDecoder(model.native, weights_buffer="NPU9_Host")
+
+
 def test_repacked_q4k_matrices_multiply_like_the_file_layout():
     """On the CPU, q4_K matrices are copied into ggml's interleaved layout (CPU_REPACK) for faster
     products; both layouts hold the same quantised values, so only the summation order differs."""

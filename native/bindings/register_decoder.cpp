@@ -25,12 +25,13 @@ const int32_t * frames_of(const codes_array & codes, int n_quantizers, int64_t &
 
 void register_decoder(py::module_ & m) {
     py::class_<speech_decoder, std::shared_ptr<speech_decoder>>(m, "SpeechDecoder")
-        .def(py::init([](const model & mdl) {
+        .def(py::init([](const model & mdl, const std::string & weights_buffer) {
                  py::gil_scoped_release release;
-                 return std::make_shared<speech_decoder>(mdl);
+                 return std::make_shared<speech_decoder>(mdl, weights_buffer);
              }),
-             py::arg("model"), py::keep_alive<1, 2>(),
-             "The model's decoder weights, prepared once (kernels rearranged, Snake exponentials)");
+             py::arg("model"), py::arg("weights_buffer") = "", py::keep_alive<1, 2>(),
+             "The model's decoder weights, prepared once (kernels rearranged, Snake exponentials); "
+             "weights_buffer: a host-visible buffer type to keep them in (placement accel-weights)");
 
     py::class_<speech_decoder_stream>(m, "SpeechDecoderStream")
         .def(py::init([](std::shared_ptr<speech_decoder> decoder, std::shared_ptr<thread_pool> pool, bool reference_chunking, int chunk_frames,

@@ -25,6 +25,7 @@ void register_devices(py::module_ & m) {
             e["memory_total"] = d.memory_total;
             e["async"] = d.async;
             e["host_buffer"] = d.host_buffer;
+            e["host_buffer_type"] = d.host_buffer_type;
             e["buffer_from_host_ptr"] = d.buffer_from_host_ptr;
             e["events"] = d.events;
             out.append(e);

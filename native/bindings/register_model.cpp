@@ -9,7 +9,7 @@
 #include "kazeia/model.h"
 #include "kazeia/quantize.h"
 #include "kazeia/tensor_table.h"
-#include "runtime/repacked_weights.h"
+#include "runtime/weight_copies.h"
 
 namespace py = pybind11;
 
@@ -200,7 +200,7 @@ void register_model(py::module_ & m) {
         bool made;
         {
             py::gil_scoped_release release;
-            made = repacked_weights::compare(rows, cols, n, seed, plain, repacked);
+            made = weight_copies::compare_repacked(rows, cols, n, seed, plain, repacked);
         }
         auto arr = [&](const std::vector<float> & v) {
             py::array_t<float> a({n, rows});

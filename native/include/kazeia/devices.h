@@ -16,6 +16,7 @@ struct device_info {
     size_t memory_total = 0;
     bool async = false;
     bool host_buffer = false;            // has a host-visible (pinned) buffer type
+    std::string host_buffer_type;        // its name ("" when none): where accel-weights puts weights
     bool buffer_from_host_ptr = false;   // can wrap host memory without copying
     bool events = false;
 };

@@ -31,7 +31,8 @@ struct speech_decoder_options {
 // streams share them.
 class speech_decoder {
 public:
-    explicit speech_decoder(const model & m);
+    // weights_buffer: a host-visible buffer type to keep the weights in (placement accel-weights)
+    explicit speech_decoder(const model & m, const std::string & weights_buffer = "");
     ~speech_decoder();
     speech_decoder(const speech_decoder &) = delete;
     speech_decoder & operator=(const speech_decoder &) = delete;

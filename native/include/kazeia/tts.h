@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kazeia/sampling.h"
@@ -56,11 +57,18 @@ struct generation_result {
 // Called after every frame with its codes; return false to cancel (that frame is dropped).
 using frame_callback = std::function<bool(int64_t frame, const int32_t * codes, const frame_timing & timing)>;
 
+// A stage's placement: `scheduled` computes it through ggml_backend_sched (accel-sched);
+// `weights_buffer` names a host-visible buffer type its weights are copied into, computed on by the
+// CPU (accel-weights); neither: the CPU on the file's weights (q4_K matrices repacked).
+struct stage_placement {
+    bool scheduled = false;
+    std::string weights_buffer;
+};
+
 class tts_engine {
 public:
-    // *_scheduled: compute that stage through ggml_backend_sched (placement accel-sched)
-    tts_engine(const model & m, std::shared_ptr<thread_pool> pool, bool talker_scheduled = false,
-               bool code_predictor_scheduled = false);
+    tts_engine(const model & m, std::shared_ptr<thread_pool> pool, const stage_placement & talker = {},
+               const stage_placement & code_predictor = {});
     ~tts_engine();
     tts_engine(const tts_engine &) = delete;
     tts_engine & operator=(const tts_engine &) = delete;

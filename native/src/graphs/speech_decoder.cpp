@@ -18,6 +18,7 @@
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "runtime/derived_weights.h"
+#include "runtime/weight_copies.h"
 #include "runtime/graph_runner.h"
 #include "runtime/custom_ops.h"
 
@@ -85,6 +86,8 @@ struct voc_block_w {
 struct speech_decoder::weights {
     const model & m;
     const speech_decoder_hparams & hp;
+    weight_layout layout;        // where the weights live (placement accel-weights), else the file
+    weight_copies copies;
     derived_weights derived{1024};
     std::vector<ggml_tensor *> codebooks;
     ggml_tensor *first_proj = nullptr, *rest_proj = nullptr;
@@ -100,12 +103,16 @@ struct speech_decoder::weights {
 
     std::vector<const ggml_tensor *> replaced;   // file tensors only read to make derived copies
 
-    explicit weights(const model & model_) : m(model_), hp(model_.hparams().decoder) {
+    weights(const model & model_, const std::string & weights_buffer)
+        : m(model_), hp(model_.hparams().decoder), layout(weights_buffer.empty() ? weight_layout{} : buffer_layout(weights_buffer)),
+          copies(&model_, layout) {
         bind_weights();
         derived.allocate([this] {
             for (const ggml_tensor * t : replaced) m.release_pages(t);
-        });
+        }, layout.buft);
     }
+
+    ggml_tensor * mat(const std::string & name) { return copies(w(name)); }   // products and tables
 
     ggml_tensor * w(const std::string & name) const {
         ggml_tensor * t = m.tensor(name);
@@ -165,21 +172,21 @@ struct speech_decoder::weights {
     }
 
     void bind_weights() {
-        for (int k = 0; k < hp.n_quantizers; ++k) codebooks.push_back(w(idx("dec.vq.codebook.", k)));
-        first_proj = w("dec.vq.first_output_proj.weight");
-        rest_proj = w("dec.vq.rest_output_proj.weight");
+        for (int k = 0; k < hp.n_quantizers; ++k) codebooks.push_back(mat(idx("dec.vq.codebook.", k)));
+        first_proj = mat("dec.vq.first_output_proj.weight");
+        rest_proj = mat("dec.vq.rest_output_proj.weight");
         pre_conv = bind_conv("dec.pre_conv", 1);
-        in_proj = w("dec.tfm.input_proj.weight");
+        in_proj = mat("dec.tfm.input_proj.weight");
         in_proj_b = w("dec.tfm.input_proj.bias");
         for (int i = 0; i < hp.tfm.n_layers; ++i) {
             const std::string p = idx("dec.tfm.blk.", i, ".");
-            layers.push_back({w(p + "attn_norm.weight"), w(p + "attn_q.weight"), w(p + "attn_k.weight"),
-                              w(p + "attn_v.weight"), w(p + "attn_output.weight"), w(p + "attn_scale"),
-                              w(p + "ffn_norm.weight"), w(p + "ffn_gate.weight"), w(p + "ffn_up.weight"),
-                              w(p + "ffn_down.weight"), w(p + "ffn_scale")});
+            layers.push_back({w(p + "attn_norm.weight"), mat(p + "attn_q.weight"), mat(p + "attn_k.weight"),
+                              mat(p + "attn_v.weight"), mat(p + "attn_output.weight"), w(p + "attn_scale"),
+                              w(p + "ffn_norm.weight"), mat(p + "ffn_gate.weight"), mat(p + "ffn_up.weight"),
+                              mat(p + "ffn_down.weight"), w(p + "ffn_scale")});
         }
         out_norm = w("dec.tfm.output_norm.weight");
-        out_proj = w("dec.tfm.output_proj.weight");
+        out_proj = mat("dec.tfm.output_proj.weight");
         out_proj_b = w("dec.tfm.output_proj.bias");
         for (size_t u = 0; u < hp.upsampling_ratios.size(); ++u) {
             const std::string p = idx("dec.up.", int(u), ".");
@@ -191,9 +198,9 @@ struct speech_decoder::weights {
             c.dw_bias = w(p + "dwconv.bias");
             c.norm_w = w(p + "norm.weight");
             c.norm_b = w(p + "norm.bias");
-            c.pw1 = w(p + "pwconv1.weight");
+            c.pw1 = mat(p + "pwconv1.weight");
             c.pw1_b = w(p + "pwconv1.bias");
-            c.pw2 = w(p + "pwconv2.weight");
+            c.pw2 = mat(p + "pwconv2.weight");
             c.pw2_b = w(p + "pwconv2.bias");
             c.gamma = w(p + "gamma");
             upsample.push_back(c);
@@ -619,7 +626,8 @@ struct speech_decoder_stream::impl {
     }
 };
 
-speech_decoder::speech_decoder(const model & m) : w_(std::make_unique<weights>(m)) {}
+speech_decoder::speech_decoder(const model & m, const std::string & weights_buffer)
+    : w_(std::make_unique<weights>(m, weights_buffer)) {}
 speech_decoder::~speech_decoder() = default;
 const speech_decoder::weights & speech_decoder::prepared() const { return *w_; }
 const model & speech_decoder::source() const { return w_->m; }

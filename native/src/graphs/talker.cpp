@@ -13,7 +13,7 @@
 #include "kazeia/model.h"
 #include "kazeia/tts.h"
 #include "runtime/graph_runner.h"
-#include "runtime/repacked_weights.h"
+#include "runtime/weight_copies.h"
 #include "runtime/sampler.h"
 
 namespace kazeia {
@@ -54,8 +54,8 @@ struct tts_engine::impl {
     int codec_vocab;
     int cp_vocab;
 
-    // matrices in the CPU's faster layout, per stage computed on the CPU (declared before the stacks)
-    repacked_weights talker_layout, cp_layout;
+    // each stage's weights as its placement wants them (declared before the stacks that bind them)
+    weight_copies talker_layout, cp_layout;
     // talker
     ggml_tensor *text_embd, *fc1_w, *fc1_b, *fc2_w, *fc2_b, *codec_embd, *codec_head;
     qwen3_stack talker;
@@ -75,25 +75,31 @@ struct tts_engine::impl {
         return t;
     }
 
-    impl(const model & model_, std::shared_ptr<thread_pool> pool, bool talker_sched, bool cp_sched)
+    static weight_layout layout_for(const stage_placement & p) {
+        if (!p.weights_buffer.empty()) return buffer_layout(p.weights_buffer);
+        return p.scheduled ? weight_layout{} : cpu_repack_layout();   // an accelerator cannot read the repacked layout
+    }
+
+    impl(const model & model_, std::shared_ptr<thread_pool> pool, const stage_placement & talker_p,
+         const stage_placement & cp_p)
         : m(model_), hp(model_.hparams()), hidden(hp.talker.tfm.hidden), n_groups(hp.talker.n_code_groups),
           codec_vocab(hp.talker.codec_vocab), cp_vocab(hp.code_predictor.vocab),
-          talker_layout(&model_, !talker_sched), cp_layout(&model_, !cp_sched),
+          talker_layout(&model_, layout_for(talker_p)), cp_layout(&model_, layout_for(cp_p)),
           talker(model_, "talker.", hp.talker.tfm, std::ref(talker_layout)),
           cp(model_, "cp.", hp.code_predictor.tfm, std::ref(cp_layout)),
-          runner(pool, 8192, talker_sched ? compute_placement::sched : compute_placement::cpu),
-          cp_runner(pool, 8192, cp_sched ? compute_placement::sched : compute_placement::cpu),
-          step_runner(pool, 8192, talker_sched ? compute_placement::sched : compute_placement::cpu),
-          frame_runner(pool, 8192, cp_sched ? compute_placement::sched : compute_placement::cpu) {
-        text_embd = w("talker.text_embd.weight");
+          runner(pool, 8192, talker_p.scheduled ? compute_placement::sched : compute_placement::cpu),
+          cp_runner(pool, 8192, cp_p.scheduled ? compute_placement::sched : compute_placement::cpu),
+          step_runner(pool, 8192, talker_p.scheduled ? compute_placement::sched : compute_placement::cpu),
+          frame_runner(pool, 8192, cp_p.scheduled ? compute_placement::sched : compute_placement::cpu) {
+        text_embd = talker_layout.table(w("talker.text_embd.weight"));
         fc1_w = talker_layout(w("talker.text_proj.fc1.weight"));
         fc1_b = w("talker.text_proj.fc1.bias");
         fc2_w = talker_layout(w("talker.text_proj.fc2.weight"));
         fc2_b = w("talker.text_proj.fc2.bias");
-        codec_embd = w("talker.codec_embd.weight");
+        codec_embd = talker_layout.table(w("talker.codec_embd.weight"));
         codec_head = talker_layout(w("talker.codec_head.weight"));
         for (int j = 0; j + 1 < n_groups; ++j) {
-            cp_embd.push_back(w("cp.codec_embd." + std::to_string(j) + ".weight"));
+            cp_embd.push_back(talker_layout.table(w("cp.codec_embd." + std::to_string(j) + ".weight")));
             cp_head.push_back(cp_layout(w("cp.head." + std::to_string(j) + ".weight")));
         }
         if (hp.code_predictor.has_input_proj) {
@@ -486,8 +492,9 @@ struct tts_engine::impl {
     }
 };
 
-tts_engine::tts_engine(const model & m, std::shared_ptr<thread_pool> pool, bool talker_scheduled, bool cp_scheduled)
-    : p_(std::make_unique<impl>(m, std::move(pool), talker_scheduled, cp_scheduled)) {}
+tts_engine::tts_engine(const model & m, std::shared_ptr<thread_pool> pool, const stage_placement & talker,
+                       const stage_placement & code_predictor)
+    : p_(std::make_unique<impl>(m, std::move(pool), talker, code_predictor)) {}
 tts_engine::~tts_engine() = default;
 
 generation_result tts_engine::generate(const generation_request & request, const frame_callback & on_frame) {

@@ -26,8 +26,8 @@ ggml_tensor * derived_weights::add(const std::string & name, ggml_type type, std
     return t;
 }
 
-void derived_weights::allocate(const std::function<void()> & after_fill) {
-    buffer_ = ggml_backend_alloc_ctx_tensors_from_buft(ctx_, ggml_backend_cpu_buffer_type());
+void derived_weights::allocate(const std::function<void()> & after_fill, ggml_backend_buffer_type_t buft) {
+    buffer_ = ggml_backend_alloc_ctx_tensors_from_buft(ctx_, buft ? buft : ggml_backend_cpu_buffer_type());
     if (!buffer_) throw std::runtime_error("cannot allocate memory for derived weights");
     ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
     for (auto & [t, fill] : pending_) {

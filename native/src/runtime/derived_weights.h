@@ -22,9 +22,9 @@ public:
     // Declares a tensor (ggml order ne) whose bytes `fill` writes once the buffer exists.
     ggml_tensor * add(const std::string & name, ggml_type type, std::vector<int64_t> ne,
                       std::function<void(std::vector<uint8_t> &)> fill);
-    // Allocates on the CPU backend and runs every fill; then `after_fill` (e.g. releasing the
-    // source pages of a memory-mapped file).
-    void allocate(const std::function<void()> & after_fill = {});
+    // Allocates in `buft` (null: the CPU backend's buffer) and runs every fill; then `after_fill`
+    // (e.g. releasing the source pages of a memory-mapped file).
+    void allocate(const std::function<void()> & after_fill = {}, ggml_backend_buffer_type_t buft = nullptr);
 
 private:
     ggml_context * ctx_ = nullptr;

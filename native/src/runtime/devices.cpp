@@ -27,6 +27,7 @@ std::vector<device_info> devices_list() {
         d.memory_total = props.memory_total;
         d.async = props.caps.async;
         d.host_buffer = props.caps.host_buffer;
+        if (ggml_backend_buffer_type_t host = ggml_backend_dev_host_buffer_type(dev)) d.host_buffer_type = ggml_backend_buft_name(host);
         d.buffer_from_host_ptr = props.caps.buffer_from_host_ptr;
         d.events = props.caps.events;
         out.push_back(d);

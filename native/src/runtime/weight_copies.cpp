@@ -1,4 +1,4 @@
-#include "runtime/repacked_weights.h"
+#include "runtime/weight_copies.h"
 
 #include <cstring>
 #include <stdexcept>
@@ -13,7 +13,7 @@
 namespace kazeia {
 namespace {
 
-constexpr size_t k_max_tensors = 1024;
+constexpr size_t k_max_tensors = 4096;
 
 ggml_backend_buffer_type_t cpu_repack_buffer_type() {
     ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
@@ -29,43 +29,66 @@ ggml_backend_buffer_type_t cpu_repack_buffer_type() {
 
 // ggml's repack layouts need whole groups of 8 rows; ggml aborts on a tensor it cannot repack, so
 // only the layout known to exist on this CPU is asked for.
-bool eligible(const ggml_tensor * t) {
+bool repackable(const ggml_tensor * t) {
     return t->type == GGML_TYPE_Q4_K && ggml_n_dims(t) == 2 && t->ne[1] % 8 == 0 && ggml_cpu_has_avx2();
 }
 
 }  // namespace
 
-repacked_weights::repacked_weights(const model * m, bool enabled) : m_(m) {
-    if (enabled) buft_ = cpu_repack_buffer_type();
+weight_layout cpu_repack_layout() { return {cpu_repack_buffer_type(), true}; }
+
+weight_layout buffer_layout(const std::string & name) {
+    std::string known;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+        ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+        for (ggml_backend_buffer_type_t b : {ggml_backend_dev_buffer_type(dev), ggml_backend_dev_host_buffer_type(dev)}) {
+            if (!b) continue;
+            if (name == ggml_backend_buft_name(b)) {
+                if (!ggml_backend_buft_is_host(b)) {
+                    throw std::invalid_argument("buffer type " + name + " is not host-visible: the CPU cannot compute from it");
+                }
+                return {b, false};
+            }
+            known += (known.empty() ? "" : ", ") + std::string(ggml_backend_buft_name(b));
+        }
+    }
+    throw std::invalid_argument("ggml has no buffer type named '" + name + "' (it has: " + known + ")");
+}
+
+weight_copies::weight_copies(const model * m, weight_layout layout) : m_(m), layout_(layout) {
     ggml_init_params params{ggml_tensor_overhead() * k_max_tensors, nullptr, /*no_alloc=*/true};
     ctx_ = ggml_init(params);
     if (!ctx_) throw std::runtime_error("cannot create a ggml context");
 }
 
-repacked_weights::~repacked_weights() {
+weight_copies::~weight_copies() {
     for (ggml_backend_buffer_t b : buffers_) ggml_backend_buffer_free(b);
     if (ctx_) ggml_free(ctx_);
 }
 
-ggml_tensor * repacked_weights::operator()(ggml_tensor * t) {
-    if (!buft_ || !t || !eligible(t) || buffers_.size() >= k_max_tensors) return t;
+ggml_tensor * weight_copies::operator()(ggml_tensor * t) {
+    if (!layout_.buft || !t || (layout_.repack && !repackable(t)) || buffers_.size() >= k_max_tensors) return t;
     ggml_tensor * copy = ggml_dup_tensor(ctx_, t);
     ggml_set_name(copy, t->name);
-    ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(buft_, ggml_backend_buft_get_alloc_size(buft_, copy));
-    if (!buf) return t;   // no memory for a copy: the file's layout still works
-    if (ggml_backend_tensor_alloc(buf, copy, ggml_backend_buffer_get_base(buf)) != GGML_STATUS_SUCCESS || !copy->extra) {
+    ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(layout_.buft, ggml_backend_buft_get_alloc_size(layout_.buft, copy));
+    if (!buf) {
+        if (layout_.repack) return t;   // no memory for a faster copy: the file's layout still works
+        throw std::runtime_error(std::string("cannot allocate ") + ggml_backend_buft_name(layout_.buft) + " memory for " + t->name);
+    }
+    const bool placed = ggml_backend_tensor_alloc(buf, copy, ggml_backend_buffer_get_base(buf)) == GGML_STATUS_SUCCESS;
+    if (!placed || (layout_.repack && !copy->extra)) {
         ggml_backend_buffer_free(buf);
-        return t;
+        if (layout_.repack) return t;
+        throw std::runtime_error(std::string("cannot place ") + t->name + " in " + ggml_backend_buft_name(layout_.buft));
     }
     ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-    ggml_backend_tensor_set(copy, t->data, 0, ggml_nbytes(t));   // the buffer interleaves as it stores
+    ggml_backend_tensor_set(copy, t->data, 0, ggml_nbytes(t));   // a repack buffer interleaves as it stores
     buffers_.push_back(buf);
     if (m_) m_->release_pages(t);
     return copy;
 }
 
-
-bool repacked_weights::compare(int64_t rows, int64_t cols, int64_t n, uint64_t seed, std::vector<float> & plain,
+bool weight_copies::compare_repacked(int64_t rows, int64_t cols, int64_t n, uint64_t seed, std::vector<float> & plain,
                                std::vector<float> & repacked) {
     std::mt19937_64 gen(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -79,7 +102,7 @@ bool repacked_weights::compare(int64_t rows, int64_t cols, int64_t n, uint64_t s
     std::vector<uint8_t> q(ggml_nbytes(wq));
     ggml_quantize_chunk(GGML_TYPE_Q4_K, w.data(), q.data(), 0, rows, cols, nullptr);
     ggml_backend_tensor_set(wq, q.data(), 0, q.size());
-    repacked_weights layout(nullptr, true);
+    weight_copies layout(nullptr, cpu_repack_layout());
     ggml_tensor * wr = layout(wq);
     const bool made = wr != wq;
     graph_runner runner(std::make_shared<thread_pool>(1));

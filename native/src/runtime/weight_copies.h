@@ -1,0 +1,53 @@
+// Copies of a model's weights in another buffer type, made once per network, with the file's pages
+// let go. Two uses: ggml's interleaved CPU layout (CPU_REPACK: on x86 with AVX2, q4_K matrices
+// whose row count is a multiple of 8 multiply faster from it), and placement `accel-weights`
+// (every weight in an accelerator's host-visible buffer, computed on by the CPU).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ggml.h"
+
+namespace kazeia {
+
+class model;
+
+struct weight_layout {
+    ggml_backend_buffer_type_t buft = nullptr;   // null: use the file's tensors as they are
+    bool repack = false;                         // only what ggml can interleave for this CPU
+};
+
+weight_layout cpu_repack_layout();
+// Every weight into the buffer type named `name` (a device's buffer or host buffer type);
+// throws std::invalid_argument naming the types ggml has when there is none of that name.
+weight_layout buffer_layout(const std::string & name);
+
+class weight_copies {
+public:
+    // `m` (may be null): the file whose pages a copied tensor lets go
+    weight_copies(const model * m, weight_layout layout);
+    ~weight_copies();
+    weight_copies(const weight_copies &) = delete;
+    weight_copies & operator=(const weight_copies &) = delete;
+
+    // The tensor a matrix product should read: its copy when the layout takes it, else `t`.
+    ggml_tensor * operator()(ggml_tensor * t);
+    // The same for a table read by other ops (rows looked up): never in a repacked layout.
+    ggml_tensor * table(ggml_tensor * t) { return layout_.repack ? t : (*this)(t); }
+    size_t count() const { return buffers_.size(); }
+
+    // Checks ggml's repacked kernel against the plain one: y = W x for a random q4_K W [rows, cols]
+    // and x [cols, n] through both layouts. Returns false when this CPU has no repacked layout.
+    static bool compare_repacked(int64_t rows, int64_t cols, int64_t n, uint64_t seed, std::vector<float> & plain,
+                                 std::vector<float> & repacked);
+
+private:
+    const model * m_;
+    weight_layout layout_;
+    ggml_context * ctx_ = nullptr;
+    std::vector<ggml_backend_buffer_t> buffers_;
+};
+
+}  // namespace kazeia
