@@ -126,7 +126,9 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     shared, why_not_shared = None, "no peer engine installed (tests/reference/setup_vox.sh)"
     if model_path:
         why_not_shared = "a model file was given"
-    elif peers and vox_python() is not None:
+    elif not peers:
+        why_not_shared = "peers were not asked for"
+    elif vox_python() is not None:
         shared, why_not_shared = shared_checkpoint(size)
 
     def model_for(t: str, dec: str) -> Path:
@@ -175,6 +177,8 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     if shared:
         vox = run_vox(frames) if vox_prepared.get("available") else vox_prepared
         result["vox"] = vox
+    elif peers and not model_path and vox_python() is not None:
+        result["vox"] = {"available": False, "reason": why_not_shared}
         if vox.get("available"):
             result["speedup_vs_vox"] = vox["total_ms_per_frame"] / sum(per_frame.values())
     if reference:
