@@ -177,10 +177,10 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     if shared:
         vox = run_vox(frames) if vox_prepared.get("available") else vox_prepared
         result["vox"] = vox
-    elif peers and not model_path and vox_python() is not None:
-        result["vox"] = {"available": False, "reason": why_not_shared}
         if vox.get("available"):
             result["speedup_vs_vox"] = vox["total_ms_per_frame"] / sum(per_frame.values())
+    elif peers and not model_path and vox_python() is not None:
+        result["vox"] = {"available": False, "reason": why_not_shared}
     if reference:
         ref = reference_tts(engine.model, size, frames, threads)
         result["reference"] = ref
