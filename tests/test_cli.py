@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,10 +119,18 @@ def test_divergence_metrics():
     assert _ref_argmax_in_top5(a, worse) == 0.0 and _top5(a, worse) == pytest.approx(0.8)
 
 
-def test_peer_scripts_report_a_missing_interpreter():
+def test_peer_scripts_report_a_missing_interpreter_and_their_failures(tmp_path):
     from kazeia.engine.bench import REFERENCE_SCRIPTS, run_script
     r = run_script(None, "vox-tts is not installed", REFERENCE_SCRIPTS / "vox_bench.py")
     assert r == {"available": False, "reason": "vox-tts is not installed"}
+    script = tmp_path / "peer.py"
+    script.write_text("import json, sys\nprint('building...')\nprint(json.dumps({'ms': float(sys.argv[1])}))\n")
+    assert run_script(Path(sys.executable), "", script, 2.5) == {"available": True, "ms": 2.5}
+    script.write_text("import sys\nsys.exit('vox: cannot open the model')\n")
+    assert run_script(Path(sys.executable), "", script) == {"available": False, "reason": "vox: cannot open the model"}
+    # vox's own script, run by an interpreter without vox, says so instead of failing
+    r = run_script(Path(sys.executable), "", REFERENCE_SCRIPTS / "vox_bench.py", tmp_path, tmp_path, 1, 1, "x", "y", "z")
+    assert r["available"] is False and "vox" in r["reason"]
 
 
 def test_say_on_the_demo_model(tmp_path):
