@@ -38,6 +38,7 @@ class MainWindow(QMainWindow):
         self.info = None
         self.live: Take | None = None          # the take being generated
         self.live_audio: list[np.ndarray] = []
+        self._waveform_drawn_at = 0.0   # when the live waveform was last redrawn
         self.playing: Take | None = None
         self.ab_pair: tuple[Take, Take] | None = None
         self._live_playback = False
@@ -441,16 +442,19 @@ class MainWindow(QMainWindow):
         t = chunk.timings
         elapsed = time.perf_counter() - self.controller.started_at
         self.progress.setText(f"{t.frames} frames ({t.audio_seconds:.2f} s of audio) in {elapsed:.1f} s")
-        if t.frames % 2 == 0 or t.frames < 4:   # redraw at most every other frame
-            self.latency.show_timings(t.talker_ms, t.code_predictor_ms, t.decoder_ms)
-            self._show_stats(t)
-        if t.frames % 5 == 0:
+        # chunks come every few frames (the streaming decoder's launches): redraw the bars on each,
+        # the waveform and spectrogram (whole take so far) at most twice a second
+        self.latency.show_timings(t.talker_ms, t.code_predictor_ms, t.decoder_ms)
+        self._show_stats(t)
+        if chunk.first_frame == 0 or time.perf_counter() - self._waveform_drawn_at >= 0.5:
             self.waveform.show_audio(np.concatenate(self.live_audio), self.info.sample_rate)
+            self._waveform_drawn_at = time.perf_counter()
 
     def _show_stats(self, t) -> None:
         import resource
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        self.stats.setText(f"prefill {t.prefill_ms:.0f} ms | TTFA {t.ttfa_ms:.0f} ms | RTF {t.rtf:.2f} | per frame: "
+        prefill = f"{t.prefill_ms:.0f} ms" if t.prefill_ms else "..."   # known once generation ends
+        self.stats.setText(f"prefill {prefill} | TTFA {t.ttfa_ms:.0f} ms | RTF {t.rtf:.2f} | per frame: "
                            f"talker {t.mean_ms('talker'):.1f}, code predictor {t.mean_ms('code_predictor'):.1f}, "
                            f"decoder {t.mean_ms('decoder'):.1f} ms | peak memory {peak:.0f} MB")
 

@@ -66,8 +66,11 @@ def test_generate_streams_and_keeps_a_take(qtbot, window):
     timer.timeout.connect(lambda: ticks.append(1))
     timer.start(10)
 
-    def on_chunk(chunk):
+    live_bars = []
+
+    def on_chunk(chunk):   # runs after the window's own handler
         chunks.append(chunk.first_frame)
+        live_bars.append(len(window.latency.bars["decoder"].opts["height"]) == chunk.first_frame + chunk.frames)
         if chunk.first_frame == 1:   # a screenshot while frames are still arriving
             ARTIFACTS.mkdir(exist_ok=True)
             window.grab().save(str(ARTIFACTS / "workbench_streaming.png"))
@@ -78,6 +81,7 @@ def test_generate_streams_and_keeps_a_take(qtbot, window):
     timer.stop()
     qtbot.waitUntil(lambda: len(window.store.takes) == 1, timeout=5000)
     assert chunks == [0, *range(1, 40, 4)] and result.stop_reason == "limit"   # frame 0 alone, then 4 per launch
+    assert all(live_bars)   # the latency view followed every chunk while generating
     # the GUI thread kept running while the engine worked: a blocked one coalesces its ticks into one
     assert len(ticks) >= max(3, 0.3 * elapsed_ms / 10), (len(ticks), elapsed_ms)
     take = window.store.takes[0]
