@@ -113,7 +113,7 @@ def main_bench(args) -> int:
         result = bench_tts(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
                            frames=args.frames, threads=args.threads, reference=not args.no_reference,
                            divergence_types=tuple(args.divergence or ()), model_path=args.model,
-                           progress=not args.quiet, peers=not args.no_peers)
+                           progress=not args.quiet, peers=not args.no_peers, runs=args.runs)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

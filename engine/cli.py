@@ -247,6 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--size", choices=["0.6b", "1.7b"], default="0.6b")
     b.add_argument("--frames", type=int, default=50)
     b.add_argument("--threads", type=int, default=None)
+    b.add_argument("--runs", type=int, default=1,
+                   help="alternate this many Kazeia and vox runs and report each one's median run")
     b.add_argument("--decoder-type", choices=HALF_OR_F32, default=None, help="default f16 (stage all), f32 (decoder)")
     b.add_argument("--model", default=None, help="benchmark this file instead of a cached random model")
     b.add_argument("--no-reference", action="store_true", help="skip the PyTorch reference")

@@ -98,11 +98,13 @@ def test_bench_decoder_smoke(tmp_path, converted):
 def test_bench_pipeline_smoke(tmp_path, converted):
     out = tmp_path / "bench.json"
     r = kazeia("bench", "--model", converted("custom_voice"), "--frames", "6", "--threads", "1", "--no-reference",
-               "--json", out)
+               "--runs", "3", "--json", out)
     assert r.returncode == 0, r.stderr
     result = json.loads(out.read_text())
     k = result["kazeia"]
-    assert result["frames"] == 6 and all(v > 0 for v in k["ms_per_frame"].values())
+    assert result["frames"] == 6 and result["runs"] == 3 and all(v > 0 for v in k["ms_per_frame"].values())
+    totals = k["runs_total_ms_per_frame"]
+    assert len(totals) == 3 and sorted(totals)[1] == pytest.approx(k["total_ms_per_frame"])   # the median run
     assert 0 < k["ttfa_ms"] and k["rtf"] > 0 and k["peak_rss_mb"] > 0
     assert result["roofline"]["talker_plus_code_predictor_roofline_ms"] > 0
     assert "a model file was given" in result["checkpoint"] and "vox" not in result
