@@ -95,3 +95,15 @@ def test_repacked_q4k_matrices_multiply_like_the_file_layout():
             pytest.skip("ggml has no repacked q4_K layout for this CPU (it needs AVX2)")
         assert plain.shape == repacked.shape == (n, 64)
         assert np.abs(plain - repacked).max() <= 1e-5 * np.abs(plain).max()
+
+
+def test_one_column_q8_0_kernel_matches_ggml():
+    """On the CPU, the talker's and code predictor's one-column q8_0 products use Kazeia's kernel
+    (four accumulators per row, one linear stream per thread); the vector is quantised as ggml does,
+    so only the order of the float sums may differ."""
+    for rows, cols in [(64, 1024), (1031, 3072), (7, 96), (1, 32)]:   # odd row counts split unevenly
+        applied, ggml, ours = _native.compare_gemv_q8_0(rows, cols, seed=rows)
+        if not applied:
+            pytest.skip("the kernel needs AVX2, FMA and F16C")
+        assert ggml.shape == ours.shape == (rows,)
+        assert np.abs(ggml - ours).max() <= 1e-6 * np.abs(ggml).max()

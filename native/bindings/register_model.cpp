@@ -9,6 +9,7 @@
 #include "kazeia/model.h"
 #include "kazeia/quantize.h"
 #include "kazeia/tensor_table.h"
+#include "runtime/gemv_q8_0.h"
 #include "runtime/weight_copies.h"
 
 namespace py = pybind11;
@@ -195,6 +196,21 @@ void register_model(py::module_ & m) {
     }, "Checkpoint tensors a converter drops on purpose: (regex, reason)");
 
     m.def("type_block_size", &type_block_size, py::arg("type"));
+    m.def("compare_gemv_q8_0", [](int64_t rows, int64_t cols, uint64_t seed) {
+        std::vector<float> ggml, ours;
+        bool applied;
+        {
+            py::gil_scoped_release release;
+            applied = compare_gemv_q8_0(rows, cols, seed, ggml, ours);
+        }
+        auto arr = [](const std::vector<float> & v) {
+            py::array_t<float> a(py::ssize_t(v.size()));
+            std::copy(v.begin(), v.end(), a.mutable_data());
+            return a;
+        };
+        return py::make_tuple(applied, arr(ggml), arr(ours));
+    }, "W x for a random q8_0 W through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml, ours)",
+       py::arg("rows"), py::arg("cols"), py::arg("seed") = 0);
     m.def("compare_repacked_matmul", [](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         std::vector<float> plain, repacked;
         bool made;

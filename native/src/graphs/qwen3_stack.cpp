@@ -7,12 +7,13 @@
 #include "ggml-cpu.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
+#include "runtime/gemv_q8_0.h"
 
 namespace kazeia {
 
 qwen3_stack::qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp,
-                         const std::function<ggml_tensor *(ggml_tensor *)> & matrix)
-    : hp_(hp) {
+                         const std::function<ggml_tensor *(ggml_tensor *)> & matrix, bool cpu)
+    : hp_(hp), cpu_(cpu) {
     auto w = [&](const std::string & name) {
         ggml_tensor * t = m.tensor(name);
         if (!t) throw model_error("missing tensor " + name);
@@ -67,9 +68,9 @@ ggml_tensor * qwen3_stack::build_layers(ggml_context * ctx, ggml_tensor * x, ggm
         const auto & l = layers_[il];
         // attention block: q/k RMS-normed per head before RoPE, as Qwen3 does
         ggml_tensor * h = ggml_mul(ctx, ggml_rms_norm(ctx, x, t.norm_eps), l.attn_norm);
-        ggml_tensor * q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wq, h), t.head_dim, t.n_heads, n);
-        ggml_tensor * k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wk, h), t.head_dim, t.n_kv_heads, n);
-        ggml_tensor * v = ggml_mul_mat(ctx, l.wv, h);   // [kv_dim, n]
+        ggml_tensor * q = ggml_reshape_3d(ctx, product(ctx, l.wq, h, cpu_), t.head_dim, t.n_heads, n);
+        ggml_tensor * k = ggml_reshape_3d(ctx, product(ctx, l.wk, h, cpu_), t.head_dim, t.n_kv_heads, n);
+        ggml_tensor * v = product(ctx, l.wv, h, cpu_);   // [kv_dim, n]
         q = ggml_mul(ctx, ggml_rms_norm(ctx, q, t.norm_eps), l.q_norm);
         k = ggml_mul(ctx, ggml_rms_norm(ctx, k, t.norm_eps), l.k_norm);
         q = ggml_rope_ext(ctx, q, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1.0f, 0.0f, 1.0f,
@@ -87,13 +88,13 @@ ggml_tensor * qwen3_stack::build_layers(ggml_context * ctx, ggml_tensor * x, ggm
         kq = ggml_soft_max_ext(ctx, kq, mask, 1.0f / std::sqrt(float(t.head_dim)), 0.0f);
         ggml_tensor * kqv = ggml_mul_mat(ctx, vals, kq);                               // [hd, n, H]
         ggml_tensor * o = ggml_cont(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3));          // [hd, H, n]
-        o = ggml_mul_mat(ctx, l.wo, ggml_reshape_2d(ctx, o, int64_t(t.head_dim) * t.n_heads, n));
+        o = product(ctx, l.wo, ggml_reshape_2d(ctx, o, int64_t(t.head_dim) * t.n_heads, n), cpu_);
         x = ggml_add(ctx, x, o);
 
         h = ggml_mul(ctx, ggml_rms_norm(ctx, x, t.norm_eps), l.ffn_norm);
-        ggml_tensor * gate = ggml_silu(ctx, ggml_mul_mat(ctx, l.w_gate, h));
-        ggml_tensor * up = ggml_mul_mat(ctx, l.w_up, h);
-        x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.w_down, ggml_mul(ctx, gate, up)));
+        ggml_tensor * gate = ggml_silu(ctx, product(ctx, l.w_gate, h, cpu_));
+        ggml_tensor * up = product(ctx, l.w_up, h, cpu_);
+        x = ggml_add(ctx, x, product(ctx, l.w_down, ggml_mul(ctx, gate, up), cpu_));
     }
     return ggml_mul(ctx, ggml_rms_norm(ctx, x, t.norm_eps), output_norm_);
 }

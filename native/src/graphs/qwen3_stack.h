@@ -22,8 +22,9 @@ class qwen3_stack {
 public:
     // prefix: "talker." or "cp."; binds <prefix>blk.N.* and <prefix>output_norm.weight;
     // `matrix` may swap a projection for a copy in a faster layout (runtime/repacked_weights.h)
+    // `cpu`: the stage computes on the CPU backend, so one-column products may use Kazeia's kernel
     qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp,
-                const std::function<ggml_tensor *(ggml_tensor *)> & matrix = {});
+                const std::function<ggml_tensor *(ggml_tensor *)> & matrix = {}, bool cpu = false);
     ~qwen3_stack();
     qwen3_stack(const qwen3_stack &) = delete;
     qwen3_stack & operator=(const qwen3_stack &) = delete;
@@ -55,6 +56,7 @@ private:
                                ggml_tensor * mask, int64_t n_kv, const Store & store) const;
 
     transformer_hparams hp_;
+    bool cpu_ = false;
     std::vector<qwen3_layer_weights> layers_;
     ggml_tensor * output_norm_ = nullptr;
     ggml_context * cache_ctx_ = nullptr;

@@ -12,6 +12,7 @@
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "kazeia/tts.h"
+#include "runtime/gemv_q8_0.h"
 #include "runtime/graph_runner.h"
 #include "runtime/weight_copies.h"
 #include "runtime/sampler.h"
@@ -56,6 +57,7 @@ struct tts_engine::impl {
 
     // each stage's weights as its placement wants them (declared before the stacks that bind them)
     weight_copies talker_layout, cp_layout;
+    bool talker_cpu, cp_cpu;   // the stage computes on the CPU backend: Kazeia's one-column kernel applies
     // talker
     ggml_tensor *text_embd, *fc1_w, *fc1_b, *fc2_w, *fc2_b, *codec_embd, *codec_head;
     qwen3_stack talker;
@@ -85,8 +87,9 @@ struct tts_engine::impl {
         : m(model_), hp(model_.hparams()), hidden(hp.talker.tfm.hidden), n_groups(hp.talker.n_code_groups),
           codec_vocab(hp.talker.codec_vocab), cp_vocab(hp.code_predictor.vocab),
           talker_layout(&model_, layout_for(talker_p)), cp_layout(&model_, layout_for(cp_p)),
-          talker(model_, "talker.", hp.talker.tfm, std::ref(talker_layout)),
-          cp(model_, "cp.", hp.code_predictor.tfm, std::ref(cp_layout)),
+          talker_cpu(!talker_p.scheduled), cp_cpu(!cp_p.scheduled),
+          talker(model_, "talker.", hp.talker.tfm, std::ref(talker_layout), talker_cpu),
+          cp(model_, "cp.", hp.code_predictor.tfm, std::ref(cp_layout), cp_cpu),
           runner(pool, 8192, talker_p.scheduled ? compute_placement::sched : compute_placement::cpu),
           cp_runner(pool, 8192, cp_p.scheduled ? compute_placement::sched : compute_placement::cpu),
           step_runner(pool, 8192, talker_p.scheduled ? compute_placement::sched : compute_placement::cpu),
@@ -180,8 +183,8 @@ struct tts_engine::impl {
             ggml_set_input(t_mask);
             ggml_tensor * e = ggml_get_rows(ctx, p.table, t_ids);
             if (p.text) {   // text_projection: fc2(silu(fc1(x)))
-                e = ggml_silu(ctx, ggml_add(ctx, ggml_mul_mat(ctx, fc1_w, e), fc1_b));
-                e = ggml_add(ctx, ggml_mul_mat(ctx, fc2_w, e), fc2_b);
+                e = ggml_silu(ctx, ggml_add(ctx, product(ctx, fc1_w, e, talker_cpu), fc1_b));
+                e = ggml_add(ctx, product(ctx, fc2_w, e, talker_cpu), fc2_b);
             }
             add(ggml_mul(ctx, e, t_mask));
             in.ids.push_back({t_ids, std::move(p.ids)});
@@ -216,7 +219,7 @@ struct tts_engine::impl {
         ggml_set_input(mask);
         ggml_tensor * h = talker.build(ctx, gf, x, pos, mask, pos0);
         h = ggml_view_2d(ctx, h, hidden, 1, h->nb[1], (n - 1) * h->nb[1]);
-        ggml_tensor * lg = ggml_mul_mat(ctx, codec_head, h);
+        ggml_tensor * lg = product(ctx, codec_head, h, talker_cpu);
         ggml_set_output(h);
         ggml_set_output(lg);
         ggml_build_forward_expand(gf, lg);
@@ -263,7 +266,7 @@ struct tts_engine::impl {
         g.v_cells = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, talker.kv_dim());
         for (ggml_tensor * t : {g.mask, g.k_rows, g.v_cells}) ggml_set_input(t);
         g.h = talker.build_indexed(ctx, gf, x, g.pos, g.mask, g.k_rows, g.v_cells, n_kv);
-        g.logits = ggml_mul_mat(ctx, codec_head, g.h);
+        g.logits = product(ctx, codec_head, g.h, talker_cpu);
         ggml_set_output(g.h);
         ggml_set_output(g.logits);
         ggml_build_forward_expand(gf, g.logits);
@@ -309,14 +312,14 @@ struct tts_engine::impl {
                              causal_input & inputs) {
         ggml_tensor * x = j == 0 ? ggml_concat(ctx, h_in, ggml_get_rows(ctx, codec_embd, code), 1)
                                  : ggml_get_rows(ctx, cp_embd[j - 1], code);
-        if (cp_proj_w) x = ggml_add(ctx, ggml_mul_mat(ctx, cp_proj_w, x), cp_proj_b);
+        if (cp_proj_w) x = ggml_add(ctx, product(ctx, cp_proj_w, x, cp_cpu), cp_proj_b);
         const int64_t n = x->ne[1];
         const int64_t pos0 = j == 0 ? 0 : j + 1;
         inputs = {input_i32(ctx, n), ggml_new_tensor_2d(ctx, GGML_TYPE_F32, pos0 + n, n), pos0, n};
         ggml_set_input(inputs.mask);
         ggml_tensor * h = cp.build(ctx, gf, x, inputs.pos, inputs.mask, pos0);
         h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], (n - 1) * h->nb[1]);
-        return ggml_mul_mat(ctx, cp_head[j], h);
+        return product(ctx, cp_head[j], h, cp_cpu);
     }
 
     std::vector<float> cp_step(int j, const float * h_talker, int32_t code) {

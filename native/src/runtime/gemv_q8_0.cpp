@@ -1,0 +1,258 @@
+#include "runtime/gemv_q8_0.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "runtime/graph_runner.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KAZEIA_X86 1
+#endif
+
+namespace kazeia {
+namespace {
+
+constexpr int64_t k_block = 32;
+
+struct block_q8 {   // ggml's block_q8_0
+    uint16_t d;     // fp16 scale
+    int8_t qs[k_block];
+};
+static_assert(sizeof(block_q8) == 34, "q8_0 block layout");
+
+float fp16_to_f32(uint16_t h) {
+    const uint32_t sign = uint32_t(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else {   // subnormal
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400)) { man <<= 1; --exp; }
+            bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+// The vector as q8_0 blocks, as ggml quantises it: scale amax / 127 (kept as fp16), values
+// x * 127 / amax rounded to nearest even.
+void quantize_scalar(const float * x, int64_t k, int8_t * q, float * d) {
+    for (int64_t b = 0; b < k / k_block; ++b) {
+        const float * xb = x + b * k_block;
+        float amax = 0.0f;
+        for (int64_t i = 0; i < k_block; ++i) amax = std::max(amax, std::fabs(xb[i]));
+        const float inv = amax != 0.0f ? 127.0f / amax : 0.0f;
+        for (int64_t i = 0; i < k_block; ++i) q[b * k_block + i] = int8_t(std::nearbyint(xb[i] * inv));
+        d[b] = ggml_fp16_to_fp32(ggml_fp32_to_fp16(amax / 127.0f));
+    }
+}
+
+void rows_scalar(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+        float sum = 0.0f;
+        for (int64_t b = 0; b < nb; ++b) {
+            const block_q8 & blk = w[r * nb + b];
+            int32_t s = 0;
+            for (int64_t i = 0; i < k_block; ++i) s += int32_t(blk.qs[i]) * q[b * k_block + i];
+            sum += fp16_to_f32(blk.d) * d[b] * float(s);
+        }
+        y[r] = sum;
+    }
+}
+
+#ifdef KAZEIA_X86
+__attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma,f16c")))
+void quantize_avx2(const float * x, int64_t k, int8_t * q, float * d) {
+    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < k / k_block; ++b) {
+        const float * xb = x + b * k_block;
+        __m256 v[4];
+        __m256 amax = _mm256_setzero_ps();
+        for (int i = 0; i < 4; ++i) {
+            v[i] = _mm256_loadu_ps(xb + 8 * i);
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_bit, v[i]));
+        }
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        const float mx = _mm_cvtss_f32(m);
+        const __m256 inv = _mm256_set1_ps(mx != 0.0f ? 127.0f / mx : 0.0f);
+        __m256i n[4];
+        for (int i = 0; i < 4; ++i) {
+            n[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        // pack 32 int32 -> 32 int8 in order (packs interleave 128-bit lanes; permute restores it)
+        const __m256i p16a = _mm256_packs_epi32(n[0], n[1]), p16b = _mm256_packs_epi32(n[2], n[3]);
+        const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b),
+                                                       _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + b * k_block), p8);
+        d[b] = _cvtsh_ss(_cvtss_sh(mx / 127.0f, 0));
+    }
+}
+
+// |w| . (x signed like w) = w . x, as u8 x s8 pairs summed into 32-bit lanes
+#define KAZEIA_GEMV_ROW(DOT, BLK, ACC)                                                                     \
+    {                                                                                                 \
+        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>((BLK).qs));           \
+        const __m256i dot = DOT(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xq, wq));                   \
+        ACC = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss((BLK).d) * db), _mm256_cvtepi32_ps(dot), ACC);  \
+    }
+#define KAZEIA_GEMV_BODY(DOT)                                                                         \
+    for (int64_t r = r0; r < r1; ++r) {                                                               \
+        const block_q8 * row = w + r * nb;                                                            \
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;                     \
+        int64_t b = 0;                                                                                \
+        for (; b + 4 <= nb; b += 4) {                                                                 \
+            __m256i xq;                                                                               \
+            float db;                                                                                 \
+            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + b * k_block));              \
+            db = d[b];                                                                                \
+            KAZEIA_GEMV_ROW(DOT, row[b], acc0)                                                        \
+            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + (b + 1) * k_block));        \
+            db = d[b + 1];                                                                            \
+            KAZEIA_GEMV_ROW(DOT, row[b + 1], acc1)                                                    \
+            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + (b + 2) * k_block));        \
+            db = d[b + 2];                                                                            \
+            KAZEIA_GEMV_ROW(DOT, row[b + 2], acc2)                                                    \
+            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + (b + 3) * k_block));        \
+            db = d[b + 3];                                                                            \
+            KAZEIA_GEMV_ROW(DOT, row[b + 3], acc3)                                                    \
+        }                                                                                             \
+        for (; b < nb; ++b) {                                                                         \
+            const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + b * k_block)); \
+            const float db = d[b];                                                                    \
+            KAZEIA_GEMV_ROW(DOT, row[b], acc0)                                                        \
+        }                                                                                             \
+        y[r] = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));           \
+    }
+
+__attribute__((target("avx2,fma,f16c"))) inline __m256i dot_avx2(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+__attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni"))) inline __m256i dot_vnni(__m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+}
+
+__attribute__((target("avx2,fma,f16c")))
+void rows_avx2(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1) {
+    KAZEIA_GEMV_BODY(dot_avx2)
+}
+__attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni")))
+void rows_vnni(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1) {
+    KAZEIA_GEMV_BODY(dot_vnni)
+}
+#undef KAZEIA_GEMV_BODY
+#undef KAZEIA_GEMV_ROW
+
+bool has_avx2() {
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                            __builtin_cpu_supports("f16c");
+    return yes;
+}
+bool has_vnni() {
+    static const bool yes = has_avx2() && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    return yes;
+}
+#else
+bool has_avx2() { return false; }
+#endif
+
+void quantize_vector(const float * x, int64_t k, int8_t * q, float * d) {
+#ifdef KAZEIA_X86
+    if (has_avx2()) return quantize_avx2(x, k, q, d);
+#endif
+    quantize_scalar(x, k, q, d);
+}
+
+void gemv_rows(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1) {
+#ifdef KAZEIA_X86
+    if (has_vnni()) return rows_vnni(w, q, d, y, nb, r0, r1);
+    if (has_avx2()) return rows_avx2(w, q, d, y, nb, r0, r1);
+#endif
+    rows_scalar(w, q, d, y, nb, r0, r1);
+}
+
+void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * w = dst->src[0];
+    const ggml_tensor * x = dst->src[1];
+    const int64_t k = w->ne[0], rows = w->ne[1], nb = k / k_block;
+    // every thread quantises the (short) vector itself: a custom op has no barrier to share it
+    thread_local std::vector<int8_t> q;
+    thread_local std::vector<float> d;
+    q.resize(size_t(k));
+    d.resize(size_t(nb));
+    quantize_vector(static_cast<const float *>(x->data), k, q.data(), d.data());
+    // one contiguous run of rows per thread: a single linear stream the prefetchers follow
+    const int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
+    gemv_rows(static_cast<const block_q8 *>(w->data), q.data(), d.data(), static_cast<float *>(dst->data), nb, r0, r1);
+}
+
+}  // namespace
+
+ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+    if (w->type != GGML_TYPE_Q8_0 || x->type != GGML_TYPE_F32 || ggml_n_dims(w) > 2 || x->ne[1] != 1 ||
+        x->ne[2] != 1 || x->ne[3] != 1 || x->ne[0] != w->ne[0] || w->ne[0] % k_block != 0 || !ggml_is_contiguous(w) ||
+        !ggml_is_contiguous(x) || !has_avx2()) {
+        return nullptr;
+    }
+    ggml_tensor * args[] = {w, x};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], 1, 1, 1, args, 2, gemv_op, GGML_N_TASKS_MAX, nullptr);
+}
+
+bool compare_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, std::vector<float> & ggml, std::vector<float> & ours) {
+    std::mt19937_64 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> w(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(cols));
+    for (float & v : w) v = normal(gen);
+    for (float & v : x) v = normal(gen);
+    ggml_init_params params{ggml_tensor_overhead() * 2, nullptr, true};
+    ggml_context * ctx = ggml_init(params);
+    ggml_tensor * wq = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, cols, rows);
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+    std::vector<uint8_t> q(ggml_nbytes(wq));
+    ggml_quantize_chunk(GGML_TYPE_Q8_0, w.data(), q.data(), 0, rows, cols, nullptr);
+    ggml_backend_tensor_set(wq, q.data(), 0, q.size());
+    graph_runner runner(std::make_shared<thread_pool>(2));
+    bool applied = false;
+    for (bool own : {false, true}) {
+        ggml_context * g = runner.begin();
+        ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, 1);
+        ggml_set_input(xt);
+        ggml_tensor * y = own ? gemv_q8_0(g, wq, xt) : ggml_mul_mat(g, wq, xt);
+        if (!y) break;
+        applied = own;
+        ggml_set_output(y);
+        ggml_build_forward_expand(runner.graph(), y);
+        runner.allocate();
+        ggml_backend_tensor_set(xt, x.data(), 0, ggml_nbytes(xt));
+        runner.compute();
+        std::vector<float> & out = own ? ours : ggml;
+        out.resize(size_t(rows));
+        ggml_backend_tensor_get(y, out.data(), 0, ggml_nbytes(y));
+    }
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(ctx);
+    return applied;
+}
+
+}  // namespace kazeia
