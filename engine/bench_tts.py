@@ -131,6 +131,8 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     threads = threads or default_threads()
     if runs < 1:
         raise ValueError("runs must be at least 1")
+    if model_path and divergence_types:
+        raise ValueError("--divergence compares the bench's own models of every type; it cannot use --model")
     # with a peer engine installed, every engine runs the same Hugging Face checkpoint
     shared, why_not_shared = None, "no peer engine installed (tests/reference/setup_vox.sh)"
     if model_path:
