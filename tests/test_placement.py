@@ -101,8 +101,9 @@ def test_one_column_q8_0_kernel_matches_ggml():
     """On the CPU, the talker's and code predictor's one-column q8_0 products use Kazeia's kernel
     (four accumulators per row, one linear stream per thread); the vector is quantised as ggml does,
     so only the order of the float sums may differ."""
-    for rows, cols in [(64, 1024), (1031, 3072), (7, 96), (1, 32)]:   # odd row counts split unevenly
-        applied, ggml, ours = _native.compare_gemv_q8_0(rows, cols, seed=rows)
+    cases = [(64, 1024), (1031, 3072), (7, 96), (1, 32)]   # odd row counts split unevenly between threads
+    for (rows, cols), avx2_only in [(c, False) for c in cases] + [(cases[1], True)]:   # and without VNNI
+        applied, ggml, ours = _native.compare_gemv_q8_0(rows, cols, seed=rows, avx2_only=avx2_only)
         if not applied:
             pytest.skip("the kernel needs AVX2, FMA and F16C")
         assert ggml.shape == ours.shape == (rows,)

@@ -196,12 +196,12 @@ void register_model(py::module_ & m) {
     }, "Checkpoint tensors a converter drops on purpose: (regex, reason)");
 
     m.def("type_block_size", &type_block_size, py::arg("type"));
-    m.def("compare_gemv_q8_0", [](int64_t rows, int64_t cols, uint64_t seed) {
+    m.def("compare_gemv_q8_0", [](int64_t rows, int64_t cols, uint64_t seed, bool avx2_only) {
         std::vector<float> ggml, ours;
         bool applied;
         {
             py::gil_scoped_release release;
-            applied = compare_gemv_q8_0(rows, cols, seed, ggml, ours);
+            applied = compare_gemv_q8_0(rows, cols, seed, avx2_only, ggml, ours);
         }
         auto arr = [](const std::vector<float> & v) {
             py::array_t<float> a(py::ssize_t(v.size()));
@@ -210,7 +210,7 @@ void register_model(py::module_ & m) {
         };
         return py::make_tuple(applied, arr(ggml), arr(ours));
     }, "W x for a random q8_0 W through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml, ours)",
-       py::arg("rows"), py::arg("cols"), py::arg("seed") = 0);
+       py::arg("rows"), py::arg("cols"), py::arg("seed") = 0, py::arg("avx2_only") = false);
     m.def("compare_repacked_matmul", [](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         std::vector<float> plain, repacked;
         bool made;

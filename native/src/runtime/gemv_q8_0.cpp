@@ -1,7 +1,7 @@
 #include "runtime/gemv_q8_0.h"
 
 #include <algorithm>
-#include <cmath>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -25,54 +25,6 @@ struct block_q8 {   // ggml's block_q8_0
 };
 static_assert(sizeof(block_q8) == 34, "q8_0 block layout");
 
-float fp16_to_f32(uint16_t h) {
-    const uint32_t sign = uint32_t(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    uint32_t bits;
-    if (exp == 0) {
-        if (man == 0) {
-            bits = sign;
-        } else {   // subnormal
-            exp = 127 - 15 + 1;
-            while (!(man & 0x400)) { man <<= 1; --exp; }
-            bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
-// The vector as q8_0 blocks, as ggml quantises it: scale amax / 127 (kept as fp16), values
-// x * 127 / amax rounded to nearest even.
-void quantize_scalar(const float * x, int64_t k, int8_t * q, float * d) {
-    for (int64_t b = 0; b < k / k_block; ++b) {
-        const float * xb = x + b * k_block;
-        float amax = 0.0f;
-        for (int64_t i = 0; i < k_block; ++i) amax = std::max(amax, std::fabs(xb[i]));
-        const float inv = amax != 0.0f ? 127.0f / amax : 0.0f;
-        for (int64_t i = 0; i < k_block; ++i) q[b * k_block + i] = int8_t(std::nearbyint(xb[i] * inv));
-        d[b] = ggml_fp16_to_fp32(ggml_fp32_to_fp16(amax / 127.0f));
-    }
-}
-
-void rows_scalar(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-        float sum = 0.0f;
-        for (int64_t b = 0; b < nb; ++b) {
-            const block_q8 & blk = w[r * nb + b];
-            int32_t s = 0;
-            for (int64_t i = 0; i < k_block; ++i) s += int32_t(blk.qs[i]) * q[b * k_block + i];
-            sum += fp16_to_f32(blk.d) * d[b] * float(s);
-        }
-        y[r] = sum;
-    }
-}
-
 #ifdef KAZEIA_X86
 __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -81,6 +33,8 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+// The vector as q8_0 blocks, as ggml quantises it: scale amax / 127 (kept as fp16), values
+// x * 127 / amax rounded to nearest even.
 __attribute__((target("avx2,fma,f16c")))
 void quantize_avx2(const float * x, int64_t k, int8_t * q, float * d) {
     const __m256 sign_bit = _mm256_set1_ps(-0.0f);
@@ -173,23 +127,12 @@ bool has_vnni() {
     static const bool yes = has_avx2() && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     return yes;
 }
-#else
-bool has_avx2() { return false; }
-#endif
-
-void quantize_vector(const float * x, int64_t k, int8_t * q, float * d) {
-#ifdef KAZEIA_X86
-    if (has_avx2()) return quantize_avx2(x, k, q, d);
-#endif
-    quantize_scalar(x, k, q, d);
-}
+// tests pin the AVX2 path to check it on CPUs that have VNNI
+std::atomic<bool> g_avx2_only{false};
 
 void gemv_rows(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1) {
-#ifdef KAZEIA_X86
-    if (has_vnni()) return rows_vnni(w, q, d, y, nb, r0, r1);
-    if (has_avx2()) return rows_avx2(w, q, d, y, nb, r0, r1);
-#endif
-    rows_scalar(w, q, d, y, nb, r0, r1);
+    if (has_vnni() && !g_avx2_only.load(std::memory_order_relaxed)) return rows_vnni(w, q, d, y, nb, r0, r1);
+    rows_avx2(w, q, d, y, nb, r0, r1);
 }
 
 void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
@@ -201,15 +144,20 @@ void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
     thread_local std::vector<float> d;
     q.resize(size_t(k));
     d.resize(size_t(nb));
-    quantize_vector(static_cast<const float *>(x->data), k, q.data(), d.data());
+    quantize_avx2(static_cast<const float *>(x->data), k, q.data(), d.data());
     // one contiguous run of rows per thread: a single linear stream the prefetchers follow
     const int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
     gemv_rows(static_cast<const block_q8 *>(w->data), q.data(), d.data(), static_cast<float *>(dst->data), nb, r0, r1);
 }
+#endif  // KAZEIA_X86
 
 }  // namespace
 
 ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+#ifndef KAZEIA_X86
+    (void)ctx, (void)w, (void)x;
+    return nullptr;
+#else
     if (w->type != GGML_TYPE_Q8_0 || x->type != GGML_TYPE_F32 || ggml_n_dims(w) > 2 || x->ne[1] != 1 ||
         x->ne[2] != 1 || x->ne[3] != 1 || x->ne[0] != w->ne[0] || w->ne[0] % k_block != 0 || !ggml_is_contiguous(w) ||
         !ggml_is_contiguous(x) || !has_avx2()) {
@@ -217,9 +165,16 @@ ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
     }
     ggml_tensor * args[] = {w, x};
     return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], 1, 1, 1, args, 2, gemv_op, GGML_N_TASKS_MAX, nullptr);
+#endif
 }
 
-bool compare_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, std::vector<float> & ggml, std::vector<float> & ours) {
+bool compare_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, bool avx2_only, std::vector<float> & ggml,
+                       std::vector<float> & ours) {
+#ifdef KAZEIA_X86
+    g_avx2_only = avx2_only;
+#else
+    (void)avx2_only;
+#endif
     std::mt19937_64 gen(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> w(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(cols));
@@ -250,6 +205,9 @@ bool compare_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, std::vector<fl
         out.resize(size_t(rows));
         ggml_backend_tensor_get(y, out.data(), 0, ggml_nbytes(y));
     }
+#ifdef KAZEIA_X86
+    g_avx2_only = false;
+#endif
     ggml_backend_buffer_free(wbuf);
     ggml_free(ctx);
     return applied;
