@@ -1,6 +1,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "bindings.h"
@@ -10,6 +11,7 @@
 #include "kazeia/quantize.h"
 #include "kazeia/tensor_table.h"
 #include "runtime/gemv_q8_0.h"
+#include "runtime/product_check.h"
 #include "runtime/weight_copies.h"
 
 namespace py = pybind11;
@@ -196,34 +198,36 @@ void register_model(py::module_ & m) {
     }, "Checkpoint tensors a converter drops on purpose: (regex, reason)");
 
     m.def("type_block_size", &type_block_size, py::arg("type"));
-    m.def("compare_gemv_q8_0", [](int64_t rows, int64_t cols, uint64_t seed, bool avx2_only) {
-        std::vector<float> ggml, ours;
-        bool applied;
+    auto as_array = [](const std::vector<float> & v, int64_t n) {
+        py::array_t<float> a({n, int64_t(v.size()) / std::max<int64_t>(n, 1)});
+        std::copy(v.begin(), v.end(), a.mutable_data());
+        return a;
+    };
+    m.def("compare_gemv_q8_0", [as_array](int64_t rows, int64_t cols, uint64_t seed, bool avx2_only) {
+        std::vector<std::vector<float>> y;
         {
             py::gil_scoped_release release;
-            applied = compare_gemv_q8_0(rows, cols, seed, avx2_only, ggml, ours);
+            use_avx2_only(avx2_only);
+            y = compare_products(GGML_TYPE_Q8_0, rows, cols, 1, seed, 2, {ggml_mul_mat, gemv_q8_0});
+            use_avx2_only(false);
         }
-        auto arr = [](const std::vector<float> & v) {
-            py::array_t<float> a(py::ssize_t(v.size()));
-            std::copy(v.begin(), v.end(), a.mutable_data());
-            return a;
-        };
-        return py::make_tuple(applied, arr(ggml), arr(ours));
+        return py::make_tuple(!y[1].empty(), as_array(y[0], 1).attr("reshape")(rows), as_array(y[1], 1).attr("reshape")(-1));
     }, "W x for a random q8_0 W through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml, ours)",
        py::arg("rows"), py::arg("cols"), py::arg("seed") = 0, py::arg("avx2_only") = false);
-    m.def("compare_repacked_matmul", [](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
-        std::vector<float> plain, repacked;
-        bool made;
+    m.def("compare_repacked_matmul", [as_array](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+        std::vector<std::vector<float>> y;
+        bool made = false;
         {
             py::gil_scoped_release release;
-            made = weight_copies::compare_repacked(rows, cols, n, seed, plain, repacked);
+            weight_copies layout(nullptr, cpu_repack_layout());
+            y = compare_products(GGML_TYPE_Q4_K, rows, cols, n, seed, 1,
+                                 {ggml_mul_mat, [&](ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+                                      ggml_tensor * r = layout(w);
+                                      made = r != w;
+                                      return ggml_mul_mat(ctx, r, x);
+                                  }});
         }
-        auto arr = [&](const std::vector<float> & v) {
-            py::array_t<float> a({n, rows});
-            std::copy(v.begin(), v.end(), a.mutable_data());
-            return a;
-        };
-        return py::make_tuple(made, arr(plain), arr(repacked));
+        return py::make_tuple(made, as_array(y[0], n), as_array(y[1], n));
     }, "W x for a random q4_K W through the plain and the CPU's repacked layout: (repacked?, plain, repacked)",
        py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
     m.def("quantize", [](py::array_t<float, py::array::c_style | py::array::forcecast> data, const std::string & type) {

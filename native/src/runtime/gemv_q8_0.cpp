@@ -3,11 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <memory>
-#include <random>
 #include <vector>
-
-#include "runtime/graph_runner.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -168,49 +164,12 @@ ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 #endif
 }
 
-bool compare_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, bool avx2_only, std::vector<float> & ggml,
-                       std::vector<float> & ours) {
+void use_avx2_only(bool yes) {
 #ifdef KAZEIA_X86
-    g_avx2_only = avx2_only;
+    g_avx2_only = yes;
 #else
-    (void)avx2_only;
+    (void)yes;
 #endif
-    std::mt19937_64 gen(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> w(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(cols));
-    for (float & v : w) v = normal(gen);
-    for (float & v : x) v = normal(gen);
-    ggml_init_params params{ggml_tensor_overhead() * 2, nullptr, true};
-    ggml_context * ctx = ggml_init(params);
-    ggml_tensor * wq = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, cols, rows);
-    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
-    std::vector<uint8_t> q(ggml_nbytes(wq));
-    ggml_quantize_chunk(GGML_TYPE_Q8_0, w.data(), q.data(), 0, rows, cols, nullptr);
-    ggml_backend_tensor_set(wq, q.data(), 0, q.size());
-    graph_runner runner(std::make_shared<thread_pool>(2));
-    bool applied = false;
-    for (bool own : {false, true}) {
-        ggml_context * g = runner.begin();
-        ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, 1);
-        ggml_set_input(xt);
-        ggml_tensor * y = own ? gemv_q8_0(g, wq, xt) : ggml_mul_mat(g, wq, xt);
-        if (!y) break;
-        applied = own;
-        ggml_set_output(y);
-        ggml_build_forward_expand(runner.graph(), y);
-        runner.allocate();
-        ggml_backend_tensor_set(xt, x.data(), 0, ggml_nbytes(xt));
-        runner.compute();
-        std::vector<float> & out = own ? ours : ggml;
-        out.resize(size_t(rows));
-        ggml_backend_tensor_get(y, out.data(), 0, ggml_nbytes(y));
-    }
-#ifdef KAZEIA_X86
-    g_avx2_only = false;
-#endif
-    ggml_backend_buffer_free(wbuf);
-    ggml_free(ctx);
-    return applied;
 }
 
 }  // namespace kazeia

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "ggml.h"
 
@@ -25,10 +24,7 @@ inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     return y ? y : ggml_mul_mat(ctx, w, x);
 }
 
-// Checks the kernel against ggml_mul_mat: y = W x for a random q8_0 W [rows, cols] on two threads
-// (avx2_only: without the VNNI instructions even where the CPU has them). Returns false when the
-// kernel does not apply on this CPU.
-bool compare_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, bool avx2_only, std::vector<float> & ggml,
-                       std::vector<float> & ours);
+// Tests: run the AVX2 path even where the CPU has VNNI (to check both on one machine).
+void use_avx2_only(bool yes);
 
 }  // namespace kazeia

@@ -3,12 +3,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include <memory>
-#include <random>
-
 #include "ggml-cpu.h"
 #include "kazeia/model.h"
-#include "runtime/graph_runner.h"
 
 namespace kazeia {
 namespace {
@@ -86,42 +82,6 @@ ggml_tensor * weight_copies::operator()(ggml_tensor * t) {
     buffers_.push_back(buf);
     if (m_) m_->release_pages(t);
     return copy;
-}
-
-bool weight_copies::compare_repacked(int64_t rows, int64_t cols, int64_t n, uint64_t seed, std::vector<float> & plain,
-                               std::vector<float> & repacked) {
-    std::mt19937_64 gen(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> w(size_t(rows * cols)), x(size_t(cols * n));
-    for (float & v : w) v = normal(gen);
-    for (float & v : x) v = normal(gen);
-    ggml_init_params params{ggml_tensor_overhead() * 4, nullptr, true};
-    ggml_context * ctx = ggml_init(params);
-    ggml_tensor * wq = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_K, cols, rows);
-    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
-    std::vector<uint8_t> q(ggml_nbytes(wq));
-    ggml_quantize_chunk(GGML_TYPE_Q4_K, w.data(), q.data(), 0, rows, cols, nullptr);
-    ggml_backend_tensor_set(wq, q.data(), 0, q.size());
-    weight_copies layout(nullptr, cpu_repack_layout());
-    ggml_tensor * wr = layout(wq);
-    const bool made = wr != wq;
-    graph_runner runner(std::make_shared<thread_pool>(1));
-    for (auto [weights, out] : {std::pair{wq, &plain}, std::pair{wr, &repacked}}) {
-        ggml_context * g = runner.begin();
-        ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, n);
-        ggml_set_input(xt);
-        ggml_tensor * y = ggml_mul_mat(g, weights, xt);
-        ggml_set_output(y);
-        ggml_build_forward_expand(runner.graph(), y);
-        runner.allocate();
-        ggml_backend_tensor_set(xt, x.data(), 0, ggml_nbytes(xt));
-        runner.compute();
-        out->resize(size_t(ggml_nelements(y)));
-        ggml_backend_tensor_get(y, out->data(), 0, ggml_nbytes(y));
-    }
-    ggml_backend_buffer_free(wbuf);
-    ggml_free(ctx);
-    return made;
 }
 
 }  // namespace kazeia

@@ -38,10 +38,6 @@ public:
     ggml_tensor * table(ggml_tensor * t) { return layout_.repack ? t : (*this)(t); }
     size_t count() const { return buffers_.size(); }
 
-    // Checks ggml's repacked kernel against the plain one: y = W x for a random q4_K W [rows, cols]
-    // and x [cols, n] through both layouts. Returns false when this CPU has no repacked layout.
-    static bool compare_repacked(int64_t rows, int64_t cols, int64_t n, uint64_t seed, std::vector<float> & plain,
-                                 std::vector<float> & repacked);
 
 private:
     const model * m_;

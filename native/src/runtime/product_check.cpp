@@ -1,0 +1,47 @@
+#include "runtime/product_check.h"
+
+#include <memory>
+#include <random>
+
+#include "ggml-backend.h"
+#include "runtime/graph_runner.h"
+
+namespace kazeia {
+
+std::vector<std::vector<float>> compare_products(ggml_type type, int64_t rows, int64_t cols, int64_t n, uint64_t seed,
+                                                 int threads, const std::vector<product_builder> & builders) {
+    std::mt19937_64 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> w(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(cols * n));
+    for (float & v : w) v = normal(gen);
+    for (float & v : x) v = normal(gen);
+    ggml_init_params params{ggml_tensor_overhead() * 2, nullptr, true};
+    ggml_context * ctx = ggml_init(params);
+    ggml_tensor * wq = ggml_new_tensor_2d(ctx, type, cols, rows);
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+    std::vector<uint8_t> q(ggml_nbytes(wq));
+    ggml_quantize_chunk(type, w.data(), q.data(), 0, rows, cols, nullptr);
+    ggml_backend_tensor_set(wq, q.data(), 0, q.size());
+    graph_runner runner(std::make_shared<thread_pool>(threads));
+    std::vector<std::vector<float>> out;
+    for (const product_builder & build : builders) {
+        ggml_context * g = runner.begin();
+        ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, n);
+        ggml_set_input(xt);
+        ggml_tensor * y = build(g, wq, xt);
+        out.emplace_back();
+        if (!y) continue;
+        ggml_set_output(y);
+        ggml_build_forward_expand(runner.graph(), y);
+        runner.allocate();
+        ggml_backend_tensor_set(xt, x.data(), 0, ggml_nbytes(xt));
+        runner.compute();
+        out.back().resize(size_t(ggml_nelements(y)));
+        ggml_backend_tensor_get(y, out.back().data(), 0, ggml_nbytes(y));
+    }
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(ctx);
+    return out;
+}
+
+}  // namespace kazeia
