@@ -141,19 +141,28 @@ class Engine:
         """cpu | accel-weights | accel-sched, for all stages or per stage ({"talker": ...}).
         Takes effect on the next synthesis; the model file is not read again."""
         chosen = placements.resolve(placement)
-        host = placements.weights_device() if "accel-weights" in chosen.values() else None
-
-        def weights_buffer(stage: str) -> str:   # accel-weights: the accelerator's host-visible buffer
-            return host["host_buffer_type"] if chosen[stage] == "accel-weights" else ""
+        plans = placements.stage_plans(chosen)
+        talker, cp, decoder = plans["talker"], plans["code_predictor"], plans["decoder"]
         with self._lock:
             self._native = _native.TtsEngine(self.model.native, self._pool,
-                                             talker_scheduled=chosen["talker"] == "accel-sched",
-                                             code_predictor_scheduled=chosen["code_predictor"] == "accel-sched",
-                                             talker_weights_buffer=weights_buffer("talker"),
-                                             code_predictor_weights_buffer=weights_buffer("code_predictor"))
-            self._decoder = SpeechDecoder(self.model, pool=self._pool, scheduled=chosen["decoder"] == "accel-sched",
-                                          weights_buffer=weights_buffer("decoder"))
+                                             talker_scheduled=talker.scheduled, code_predictor_scheduled=cp.scheduled,
+                                             talker_weights_buffer=talker.weights_buffer,
+                                             code_predictor_weights_buffer=cp.weights_buffer,
+                                             talker_device=talker.device, code_predictor_device=cp.device)
+            self._decoder = SpeechDecoder(self.model, pool=self._pool, scheduled=decoder.scheduled,
+                                          weights_buffer=decoder.weights_buffer, device=decoder.device)
             self.placement = chosen
+
+    def placement_report(self) -> list[dict]:
+        """Where each launch kind of the last synthesis ran, stage by stage: splits, ops per device,
+        bytes copied between devices and the ops a scheduled stage left on the CPU, with why
+        (kazeia.engine.placement.where_it_ran formats one)."""
+        with self._lock:
+            reports = [dict(r, mode=self.placement[r["stage"]]) for r in self._native.placement_report()]
+            decoder = self._decoder.placement_report()
+        if decoder is not None:
+            reports.append(dict(decoder, stage="decoder", launch="chunk", mode=self.placement["decoder"]))
+        return reports
 
     @property
     def info(self) -> ModelInfo:

@@ -45,10 +45,15 @@ class DecoderStream:
         return self._native.frames_decoded
 
     def push(self, codes) -> np.ndarray:
+        self._decoder._last_stream = self
         return self._native.push(_as_codes(codes, self._n_q, self._cb))
 
     def reset(self) -> None:
         self._native.reset()
+
+    def placement_report(self) -> dict:
+        """Where the last launch ran (see Engine.placement_report)."""
+        return self._native.placement_report()
 
 
 class SpeechDecoder:
@@ -56,16 +61,25 @@ class SpeechDecoder:
     25 frames of left context, exactly as the reference does; False decodes in one pass."""
 
     def __init__(self, model: ModelFile, threads: int | None = None, reference_chunking: bool = True,
-                 pool: "_native.ThreadPool | None" = None, scheduled: bool = False, weights_buffer: str = ""):
+                 pool: "_native.ThreadPool | None" = None, scheduled: bool = False, weights_buffer: str = "",
+                 device: str = ""):
         self.model = model
         self.pool = pool or _native.ThreadPool(threads or default_threads())   # shared by all streams
         self.threads = self.pool.n_threads
         self.scheduled = scheduled   # compute through ggml_backend_sched (placement accel-sched)
         self.reference_chunking = reference_chunking
         # weights prepared once, shared by streams; weights_buffer: a host-visible buffer type to keep
-        # them in (placement accel-weights)
-        self._native = _native.SpeechDecoder(model.native, weights_buffer=weights_buffer)
+        # them in (placement accel-weights); device: the accelerator whose memory holds them, on which
+        # scheduled streams run (accel-sched)
+        self._native = _native.SpeechDecoder(model.native, weights_buffer=weights_buffer, device=device)
         self._offline: DecoderStream | None = None
+        self._last_stream: DecoderStream | None = None
+
+    def placement_report(self) -> dict | None:
+        """Where the last decoding launch of any of its streams ran (None before the first)."""
+        stream = self._last_stream
+        report = stream.placement_report() if stream is not None else None
+        return report if report and report["nodes"] else None
 
     def stream(self) -> DecoderStream:
         return DecoderStream(self)

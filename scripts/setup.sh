@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Sets up Kazeia in ./.venv on Debian/Ubuntu: system packages if missing, ggml rebuilt for this CPU
-# (falls back to the prebuilt wheel), then the package itself with `pip install .`.
+# Sets up Kazeia in ./.venv on Debian/Ubuntu: system packages if missing, the ggml build this machine
+# can use best (see KAZEIA_GGML below), then the package itself with `pip install .`.
 #
 #   bash scripts/setup.sh [--test]        --test also installs the test dependencies
 #
-# KAZEIA_GGML=wheel skips the native ggml rebuild; PYTHON picks the interpreter (3.10+).
+# KAZEIA_GGML picks the ggml build (auto|native|vulkan|cuda|wheel); PYTHON the interpreter (3.10+).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 python="${PYTHON:-python3}"
 venv="${KAZEIA_VENV:-.venv}"
 ggml_version="0.20.2.post1"
-ggml_flavor="${KAZEIA_GGML:-native}"
+ggml_flavor="${KAZEIA_GGML:-auto}"
 extras=""
 [[ "${1:-}" == "--test" ]] && extras="[test]"
 
@@ -46,26 +46,91 @@ fi
 pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
 "${pip[@]}" --upgrade "pip>=24"
 
-# --- ggml: rebuilt from its sdist with native CPU flags (2-3.5x faster matrix-matrix work) --
-stamp="$venv/.kazeia-ggml"
-want="$ggml_flavor-$ggml_version"
-if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
-  if [[ "$ggml_flavor" == native ]]; then
-    log "building ggml $ggml_version for this CPU (GGML_NATIVE, llamafile kernels; ~2 min)"
-    if "${pip[@]}" --force-reinstall --no-deps --no-binary libggml-python "libggml-python==$ggml_version" \
-         -C cmake.define.GGML_NATIVE=ON -C cmake.define.GGML_LLAMAFILE=ON; then
-      echo "$want" > "$stamp"
-    else
-      echo "native ggml build failed: using the prebuilt wheel (slower prefill and vocoder)" >&2
-      "${pip[@]}" --force-reinstall --no-deps "libggml-python==$ggml_version"
-      echo "wheel-$ggml_version" > "$stamp"
-    fi
+# --- ggml: the build this machine can use best ---------------------------------------------
+# KAZEIA_GGML=auto (default) | native | vulkan | cuda | wheel
+#   native  rebuilt from its sdist for this CPU (GGML_NATIVE, llamafile: 2-3.5x faster matrix-matrix work)
+#   vulkan  native + the Vulkan backend (any Vulkan GPU; Mesa's lavapipe for tests: scripts/vulkan_deps.sh)
+#   cuda    native + the CUDA backend (needs nvcc)
+#   wheel   the prebuilt PyPI wheel (AVX2, CPU only)
+#   auto    cuda when nvcc works and a GPU is listed, vulkan when a Vulkan loader sees a hardware GPU,
+#           else native; a failed build falls back down that list, ending at the wheel.
+# Built wheels are cached by flavor and CPU in ~/.cache/kazeia/ggml, so reruns don't rebuild.
+cache="${KAZEIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kazeia}/ggml"
+cpu_id="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-10)"
+
+has_cuda_gpu() { nvcc --version >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; }
+has_vulkan_gpu() {
+  ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1' || return 1
+  if command -v vulkaninfo >/dev/null; then
+    vulkaninfo --summary 2>/dev/null | grep -qE 'PHYSICAL_DEVICE_TYPE_(DISCRETE|INTEGRATED)_GPU'
   else
-    log "installing the prebuilt ggml $ggml_version wheel"
-    "${pip[@]}" --force-reinstall --no-deps "libggml-python==$ggml_version"
-    echo "$want" > "$stamp"
+    ls /dev/dri/renderD* >/dev/null 2>&1 && ls /usr/share/vulkan/icd.d/ 2>/dev/null | grep -qv lvp
   fi
-fi
+}
+
+build_flags() {   # cmake definitions of a flavor
+  local f=(-C cmake.define.GGML_NATIVE=ON -C cmake.define.GGML_LLAMAFILE=ON)
+  case "$1" in
+    vulkan)
+      eval "$(bash scripts/vulkan_deps.sh build)"
+      f+=(-C cmake.define.GGML_VULKAN=ON)
+      [[ -n "$KAZEIA_VULKAN_INCLUDE" ]] && f+=(-C "cmake.define.Vulkan_INCLUDE_DIR=$KAZEIA_VULKAN_INCLUDE")
+      ;;
+    cuda) f+=(-C cmake.define.GGML_CUDA=ON) ;;
+  esac
+  printf '%s\n' "${f[@]}"
+}
+
+# Installs flavor $1 (building its wheel once); fails when the build fails.
+install_ggml() {
+  local flavor="$1" key dir wheel
+  if [[ "$flavor" == wheel ]]; then
+    "${pip[@]}" --force-reinstall --no-deps "libggml-python==$ggml_version"
+    return
+  fi
+  key="$ggml_version-$flavor-$cpu_id"
+  [[ "$flavor" == cuda ]] && key+="-$(nvcc --version | sha256sum | cut -c1-6)"
+  dir="$cache/$key"
+  wheel="$(ls "$dir"/libggml_python-*.whl 2>/dev/null | head -1)"
+  # (auto does not retry a build that failed on this machine; naming the flavor does)
+  [[ -z "$wheel" && -f "$dir.failed" && "$ggml_flavor" == auto ]] && return 1
+  if [[ -z "$wheel" ]]; then
+    local flags
+    mapfile -t flags < <(build_flags "$flavor")
+    log "building ggml $ggml_version ($flavor; native ~1 min, vulkan ~6 min, cuda longer) into $dir"
+    mkdir -p "$dir.tmp"
+    CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+      "$venv/bin/python" -m pip wheel --disable-pip-version-check -q --no-deps --no-binary libggml-python \
+      "libggml-python==$ggml_version" "${flags[@]}" -w "$dir.tmp" || { rm -rf "$dir.tmp"; touch "$dir.failed"; return 1; }
+    rm -rf "$dir" "$dir.failed" && mv "$dir.tmp" "$dir"   # only a complete build is ever cached
+    wheel="$(ls "$dir"/libggml_python-*.whl | head -1)"
+  else
+    log "ggml $ggml_version ($flavor) from the cache: $wheel"
+  fi
+  "${pip[@]}" --force-reinstall --no-deps "$wheel"
+}
+
+case "$ggml_flavor" in
+  auto)
+    chain=(native wheel)
+    has_vulkan_gpu && chain=(vulkan "${chain[@]}")
+    has_cuda_gpu && chain=(cuda "${chain[@]}") ;;
+  native) chain=(native wheel) ;;
+  vulkan|cuda|wheel) chain=("$ggml_flavor") ;;   # asked for by name: a failure is an error
+  *) echo "KAZEIA_GGML=$ggml_flavor: choose auto, native, vulkan, cuda or wheel" >&2; exit 2 ;;
+esac
+stamp="$venv/.kazeia-ggml"
+installed="$(cat "$stamp" 2>/dev/null || true)"
+for flavor in "${chain[@]}"; do
+  [[ "$installed" == "$flavor-$ggml_version-$cpu_id" ]] && break   # already in the venv
+  if install_ggml "$flavor"; then
+    echo "$flavor-$ggml_version-$cpu_id" > "$stamp"
+    break
+  fi
+  echo "ggml build '$flavor' failed" >&2
+  [[ "$flavor" == "${chain[-1]}" ]] && exit 1
+done
+echo "ggml: $(cut -d- -f1 "$stamp") build (KAZEIA_GGML=$ggml_flavor)"
 
 # --- Kazeia ---------------------------------------------------------------------------------
 log "installing kazeia$extras"

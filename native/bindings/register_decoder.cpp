@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 #include "kazeia/model.h"
+#include "kazeia/launch_report.h"
 #include "kazeia/speech_decoder.h"
 #include "runtime/thread_pool.h"
 
@@ -25,13 +26,14 @@ const int32_t * frames_of(const codes_array & codes, int n_quantizers, int64_t &
 
 void register_decoder(py::module_ & m) {
     py::class_<speech_decoder, std::shared_ptr<speech_decoder>>(m, "SpeechDecoder")
-        .def(py::init([](const model & mdl, const std::string & weights_buffer) {
+        .def(py::init([](const model & mdl, const std::string & weights_buffer, const std::string & device) {
                  py::gil_scoped_release release;
-                 return std::make_shared<speech_decoder>(mdl, weights_buffer);
+                 return std::make_shared<speech_decoder>(mdl, weights_buffer, device);
              }),
-             py::arg("model"), py::arg("weights_buffer") = "", py::keep_alive<1, 2>(),
+             py::arg("model"), py::arg("weights_buffer") = "", py::arg("device") = "", py::keep_alive<1, 2>(),
              "The model's decoder weights, prepared once (kernels rearranged, Snake exponentials); "
-             "weights_buffer: a host-visible buffer type to keep them in (placement accel-weights)");
+             "weights_buffer: a host-visible buffer type to keep them in (placement accel-weights); "
+             "device: an accelerator whose memory holds them, for scheduled streams (accel-sched)");
 
     py::class_<speech_decoder_stream>(m, "SpeechDecoderStream")
         .def(py::init([](std::shared_ptr<speech_decoder> decoder, std::shared_ptr<thread_pool> pool, bool reference_chunking, int chunk_frames,
@@ -62,6 +64,8 @@ void register_decoder(py::module_ & m) {
         }, py::arg("codes"), "Decode frames [n, 16]; returns the n * samples_per_frame samples they determine")
         .def("reset", &speech_decoder_stream::reset)
         .def("profile", &speech_decoder_stream::profile, "seconds per <stage>/<op> (profile=True)")
+        .def("placement_report", [](const speech_decoder_stream & s) { return report_dict(s.placement_report()); },
+             "where the last launch ran: splits, ops per device, bytes copied, CPU fallbacks")
         .def_property_readonly("frames_decoded", &speech_decoder_stream::frames_decoded)
         .def_property_readonly("samples_per_frame", &speech_decoder_stream::samples_per_frame)
         .def_property_readonly("n_quantizers", &speech_decoder_stream::n_quantizers)

@@ -2,11 +2,24 @@
 
 #include "bindings.h"
 #include "kazeia/devices.h"
+#include "kazeia/launch_report.h"
 #include "runtime/thread_pool.h"
 
 namespace py = pybind11;
 
 namespace kazeia::bindings {
+
+py::dict report_dict(const launch_report & r) {
+    py::dict d;
+    d["scheduled"] = r.scheduled;
+    d["device"] = r.device;
+    d["splits"] = r.splits;
+    d["nodes"] = r.nodes;
+    d["ops"] = r.ops;
+    d["bytes_copied"] = r.bytes_copied;
+    d["fallbacks"] = r.fallbacks;
+    return d;
+}
 
 void register_devices(py::module_ & m) {
     py::class_<thread_pool, std::shared_ptr<thread_pool>>(m, "ThreadPool")
@@ -26,6 +39,14 @@ void register_devices(py::module_ & m) {
             e["async"] = d.async;
             e["host_buffer"] = d.host_buffer;
             e["host_buffer_type"] = d.host_buffer_type;
+            py::list bufts;
+            for (const auto & b : d.buffer_types) {
+                py::dict bt;
+                bt["name"] = b.name;
+                bt["is_host"] = b.is_host;
+                bufts.append(bt);
+            }
+            e["buffer_types"] = bufts;
             e["buffer_from_host_ptr"] = d.buffer_from_host_ptr;
             e["events"] = d.events;
             out.append(e);

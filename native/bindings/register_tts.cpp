@@ -105,16 +105,28 @@ void register_tts(py::module_ & m) {
     py::class_<tts_engine>(m, "TtsEngine")
         .def(py::init([](const model & mdl, std::shared_ptr<thread_pool> pool, bool talker_scheduled,
                          bool code_predictor_scheduled, const std::string & talker_weights_buffer,
-                         const std::string & code_predictor_weights_buffer) {
+                         const std::string & code_predictor_weights_buffer, const std::string & talker_device,
+                         const std::string & code_predictor_device) {
                  py::gil_scoped_release release;
-                 return std::make_unique<tts_engine>(mdl, std::move(pool),
-                                                     stage_placement{talker_scheduled, talker_weights_buffer},
-                                                     stage_placement{code_predictor_scheduled,
-                                                                                 code_predictor_weights_buffer});
+                 return std::make_unique<tts_engine>(
+                     mdl, std::move(pool), stage_placement{talker_scheduled, talker_weights_buffer, talker_device},
+                     stage_placement{code_predictor_scheduled, code_predictor_weights_buffer, code_predictor_device});
              }),
              py::arg("model"), py::arg("pool"), py::arg("talker_scheduled") = false,
              py::arg("code_predictor_scheduled") = false, py::arg("talker_weights_buffer") = "",
-             py::arg("code_predictor_weights_buffer") = "", py::keep_alive<1, 2>())
+             py::arg("code_predictor_weights_buffer") = "", py::arg("talker_device") = "",
+             py::arg("code_predictor_device") = "", py::keep_alive<1, 2>(),
+             "*_device: the accelerator a scheduled stage runs on (weights and cache in its memory)")
+        .def("placement_report", [](const tts_engine & e) {
+            py::list out;
+            for (const auto & s : e.placement_report()) {
+                py::dict d = report_dict(s.report);
+                d["stage"] = s.stage;
+                d["launch"] = s.launch;
+                out.append(d);
+            }
+            return out;
+        }, "where each launch kind run so far ran: stage, launch, splits, ops per device, bytes copied, CPU fallbacks")
         .def_property_readonly("hidden_size", &tts_engine::hidden_size)
         .def_property_readonly("n_code_groups", &tts_engine::n_code_groups)
         .def("generate", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,

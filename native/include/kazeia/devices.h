@@ -7,6 +7,11 @@
 
 namespace kazeia {
 
+struct buffer_type_info {
+    std::string name;
+    bool is_host = false;   // the CPU can read it directly
+};
+
 struct device_info {
     std::string name;
     std::string description;
@@ -17,6 +22,7 @@ struct device_info {
     bool async = false;
     bool host_buffer = false;            // has a host-visible (pinned) buffer type
     std::string host_buffer_type;        // its name ("" when none): where accel-weights puts weights
+    std::vector<buffer_type_info> buffer_types;   // its own, its host one, its extra ones (repacked layouts)
     bool buffer_from_host_ptr = false;   // can wrap host memory without copying
     bool events = false;
 };

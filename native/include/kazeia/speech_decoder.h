@@ -17,6 +17,7 @@ namespace kazeia {
 
 class model;
 class thread_pool;
+struct launch_report;
 
 struct speech_decoder_options {
     bool reference_chunking = true;   // restart every chunk_frames with left_context frames, as the reference
@@ -24,15 +25,17 @@ struct speech_decoder_options {
     int left_context = 25;
     int max_graph_frames = 8;         // frames per graph launch (bounds the compute buffer)
     bool profile = false;             // time every node (slow: one launch per node); see profile()
-    bool scheduled = false;           // compute through ggml_backend_sched (placement accel-sched)
+    bool scheduled = false;           // compute through ggml_backend_sched (placement accel-sched), on the
+                                      // decoder's device when it has one, else over the CPU alone
 };
 
 // The decoder's weights, bound and rearranged for its graphs once per model; any number of
 // streams share them.
 class speech_decoder {
 public:
-    // weights_buffer: a host-visible buffer type to keep the weights in (placement accel-weights)
-    explicit speech_decoder(const model & m, const std::string & weights_buffer = "");
+    // weights_buffer: a host-visible buffer type to keep the weights in (placement accel-weights);
+    // device: an accelerator whose memory holds them, for streams scheduled onto it (accel-sched)
+    explicit speech_decoder(const model & m, const std::string & weights_buffer = "", const std::string & device = "");
     ~speech_decoder();
     speech_decoder(const speech_decoder &) = delete;
     speech_decoder & operator=(const speech_decoder &) = delete;
@@ -69,6 +72,9 @@ public:
     // For parity tests: decode from a fresh state in one graph and return every stage's output
     // by the reference's stage names. Leaves the stream reset.
     std::map<std::string, stage_output> decode_stages(const int32_t * codes, int64_t n_frames);
+
+    // Where the last launch ran (splits, ops per device, copies, CPU fallbacks).
+    const struct launch_report & placement_report() const;
 
     // With options.profile: seconds spent per "<stage it follows>/<op>" since construction.
     std::map<std::string, double> profile() const;

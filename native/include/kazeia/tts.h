@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kazeia/sampling.h"
+#include "kazeia/launch_report.h"
 
 namespace kazeia {
 
@@ -57,12 +58,24 @@ struct generation_result {
 // Called after every frame with its codes; return false to cancel (that frame is dropped).
 using frame_callback = std::function<bool(int64_t frame, const int32_t * codes, const frame_timing & timing)>;
 
-// A stage's placement: `scheduled` computes it through ggml_backend_sched (accel-sched);
-// `weights_buffer` names a host-visible buffer type its weights are copied into, computed on by the
-// CPU (accel-weights); neither: the CPU on the file's weights (q4_K matrices repacked).
+// A stage's placement: `scheduled` computes it through ggml_backend_sched (accel-sched) on `device`
+// (an accelerator: weights, caches and every op it can run there; "" = the scheduler over the CPU
+// alone); `weights_buffer` names a host-visible buffer type its weights are copied into, computed on
+// by the CPU (accel-weights); neither: the CPU on the file's weights (q4_K matrices repacked).
 struct stage_placement {
     bool scheduled = false;
     std::string weights_buffer;
+    std::string device;
+    bool operator==(const stage_placement & o) const {
+        return scheduled == o.scheduled && weights_buffer == o.weights_buffer && device == o.device;
+    }
+};
+
+// Where one kind of launch of a stage ran.
+struct stage_launch_report {
+    std::string stage;    // talker | code_predictor
+    std::string launch;   // prefill | step | frame | substep
+    launch_report report;
 };
 
 class tts_engine {
@@ -85,6 +98,9 @@ public:
                         std::vector<float> & logits, std::vector<float> & hidden);
     // teacher-forced code-predictor logits [15][vocab] for a talker hidden state and a frame's codes
     std::vector<float> code_predictor_logits(const float * hidden, const int32_t * codes);
+
+    // Where each launch kind that has run so far ran.
+    std::vector<stage_launch_report> placement_report() const;
 
     int hidden_size() const;
     int n_code_groups() const;

@@ -12,20 +12,20 @@
 namespace kazeia {
 
 qwen3_stack::qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp,
-                         const std::function<ggml_tensor *(ggml_tensor *)> & matrix, bool cpu)
-    : hp_(hp), cpu_(cpu) {
+                         const std::function<ggml_tensor *(ggml_tensor *)> & place, bool cpu,
+                         ggml_backend_buffer_type_t cache_buft)
+    : hp_(hp), cpu_(cpu), cache_buft_(cache_buft) {
     auto w = [&](const std::string & name) {
         ggml_tensor * t = m.tensor(name);
         if (!t) throw model_error("missing tensor " + name);
-        return t;
+        return place ? place(t) : t;
     };
-    auto mat = [&](const std::string & name) { return matrix ? matrix(w(name)) : w(name); };
     for (int i = 0; i < hp.n_layers; ++i) {
         const std::string p = prefix + "blk." + std::to_string(i) + ".";
-        layers_.push_back({w(p + "attn_norm.weight"), mat(p + "attn_q.weight"), mat(p + "attn_k.weight"),
-                           mat(p + "attn_v.weight"), mat(p + "attn_output.weight"), w(p + "attn_q_norm.weight"),
-                           w(p + "attn_k_norm.weight"), w(p + "ffn_norm.weight"), mat(p + "ffn_gate.weight"),
-                           mat(p + "ffn_up.weight"), mat(p + "ffn_down.weight")});
+        layers_.push_back({w(p + "attn_norm.weight"), w(p + "attn_q.weight"), w(p + "attn_k.weight"),
+                           w(p + "attn_v.weight"), w(p + "attn_output.weight"), w(p + "attn_q_norm.weight"),
+                           w(p + "attn_k_norm.weight"), w(p + "ffn_norm.weight"), w(p + "ffn_gate.weight"),
+                           w(p + "ffn_up.weight"), w(p + "ffn_down.weight")});
     }
     output_norm_ = w(prefix + "output_norm.weight");
 }
@@ -48,7 +48,7 @@ void qwen3_stack::reserve(int64_t n_ctx) {
         k_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, GGML_TYPE_F32, kv_dim, n_ctx));
         v_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, GGML_TYPE_F32, n_ctx, kv_dim));
     }
-    cache_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(cache_ctx_, ggml_backend_cpu_buffer_type());
+    cache_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(cache_ctx_, cache_buft_ ? cache_buft_ : ggml_backend_cpu_buffer_type());
     if (!cache_buf_) {
         n_ctx_ = 0;
         throw std::runtime_error("cannot allocate a KV cache of " + std::to_string(n_ctx) + " positions");

@@ -21,10 +21,12 @@ struct qwen3_layer_weights {
 class qwen3_stack {
 public:
     // prefix: "talker." or "cp."; binds <prefix>blk.N.* and <prefix>output_norm.weight;
-    // `matrix` may swap a projection for a copy in a faster layout (runtime/repacked_weights.h)
-    // `cpu`: the stage computes on the CPU backend, so one-column products may use Kazeia's kernel
+    // `place` may swap a weight for a copy elsewhere (runtime/weight_copies.h: a faster layout, an
+    // accelerator's memory); `cpu`: the stage computes on the CPU backend, so one-column products
+    // may use Kazeia's kernel; `cache_buft`: where the KV cache lives (null: CPU memory)
     qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp,
-                const std::function<ggml_tensor *(ggml_tensor *)> & matrix = {}, bool cpu = false);
+                const std::function<ggml_tensor *(ggml_tensor *)> & place = {}, bool cpu = false,
+                ggml_backend_buffer_type_t cache_buft = nullptr);
     ~qwen3_stack();
     qwen3_stack(const qwen3_stack &) = delete;
     qwen3_stack & operator=(const qwen3_stack &) = delete;
@@ -57,6 +59,7 @@ private:
 
     transformer_hparams hp_;
     bool cpu_ = false;
+    ggml_backend_buffer_type_t cache_buft_ = nullptr;
     std::vector<qwen3_layer_weights> layers_;
     ggml_tensor * output_norm_ = nullptr;
     ggml_context * cache_ctx_ = nullptr;

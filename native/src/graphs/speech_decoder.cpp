@@ -86,7 +86,8 @@ struct voc_block_w {
 struct speech_decoder::weights {
     const model & m;
     const speech_decoder_hparams & hp;
-    weight_layout layout;        // where the weights live (placement accel-weights), else the file
+    std::string device;          // accel-sched: the accelerator holding the weights ("" = none)
+    weight_layout layout;        // where the weights live (accel-weights, accel-sched), else the file
     weight_copies copies;
     derived_weights derived{1024};
     std::vector<ggml_tensor *> codebooks;
@@ -103,8 +104,14 @@ struct speech_decoder::weights {
 
     std::vector<const ggml_tensor *> replaced;   // file tensors only read to make derived copies
 
-    weights(const model & model_, const std::string & weights_buffer)
-        : m(model_), hp(model_.hparams().decoder), layout(weights_buffer.empty() ? weight_layout{} : buffer_layout(weights_buffer)),
+    static weight_layout layout_for(const std::string & weights_buffer, const std::string & device) {
+        if (!device.empty() && !weights_buffer.empty()) throw std::invalid_argument("weights go to a buffer type or a device, not both");
+        if (!device.empty()) return device_layout(accelerator_device(device));
+        return weights_buffer.empty() ? weight_layout{} : buffer_layout(weights_buffer);
+    }
+
+    weights(const model & model_, const std::string & weights_buffer, const std::string & device_)
+        : m(model_), hp(model_.hparams().decoder), device(device_), layout(layout_for(weights_buffer, device_)),
           copies(&model_, layout) {
         bind_weights();
         derived.allocate([this] {
@@ -112,7 +119,7 @@ struct speech_decoder::weights {
         }, layout.buft);
     }
 
-    ggml_tensor * mat(const std::string & name) { return copies(w(name)); }   // products and tables
+    ggml_tensor * mat(const std::string & name) { return copies(w(name)); }   // any weight a graph reads
 
     ggml_tensor * w(const std::string & name) const {
         ggml_tensor * t = m.tensor(name);
@@ -130,7 +137,7 @@ struct speech_decoder::weights {
         replaced.push_back(src);
         c.weight = derived.add(name + ".tap_major", src->type, {c.c_in, c.k, c.c_out},
                                [src](std::vector<uint8_t> & out) { out = permute_elements(src, {1, 0, 2}); });
-        c.bias = w(name + ".bias");
+        c.bias = mat(name + ".bias");
         return c;
     }
 
@@ -149,7 +156,7 @@ struct speech_decoder::weights {
         replaced.push_back(src);
         c.w = derived.add(name + ".phases", src->type, {c.c_in, int64_t(c.c_out) * c.k},
                           [src](std::vector<uint8_t> & out) { out = permute_elements(src, {2, 1, 0}); });
-        c.bias = w(name + ".bias");
+        c.bias = mat(name + ".bias");
         return c;
     }
 
@@ -177,17 +184,17 @@ struct speech_decoder::weights {
         rest_proj = mat("dec.vq.rest_output_proj.weight");
         pre_conv = bind_conv("dec.pre_conv", 1);
         in_proj = mat("dec.tfm.input_proj.weight");
-        in_proj_b = w("dec.tfm.input_proj.bias");
+        in_proj_b = mat("dec.tfm.input_proj.bias");
         for (int i = 0; i < hp.tfm.n_layers; ++i) {
             const std::string p = idx("dec.tfm.blk.", i, ".");
-            layers.push_back({w(p + "attn_norm.weight"), mat(p + "attn_q.weight"), mat(p + "attn_k.weight"),
-                              mat(p + "attn_v.weight"), mat(p + "attn_output.weight"), w(p + "attn_scale"),
-                              w(p + "ffn_norm.weight"), mat(p + "ffn_gate.weight"), mat(p + "ffn_up.weight"),
-                              mat(p + "ffn_down.weight"), w(p + "ffn_scale")});
+            layers.push_back({mat(p + "attn_norm.weight"), mat(p + "attn_q.weight"), mat(p + "attn_k.weight"),
+                              mat(p + "attn_v.weight"), mat(p + "attn_output.weight"), mat(p + "attn_scale"),
+                              mat(p + "ffn_norm.weight"), mat(p + "ffn_gate.weight"), mat(p + "ffn_up.weight"),
+                              mat(p + "ffn_down.weight"), mat(p + "ffn_scale")});
         }
-        out_norm = w("dec.tfm.output_norm.weight");
+        out_norm = mat("dec.tfm.output_norm.weight");
         out_proj = mat("dec.tfm.output_proj.weight");
-        out_proj_b = w("dec.tfm.output_proj.bias");
+        out_proj_b = mat("dec.tfm.output_proj.bias");
         for (size_t u = 0; u < hp.upsampling_ratios.size(); ++u) {
             const std::string p = idx("dec.up.", int(u), ".");
             convnext_w c;
@@ -195,14 +202,14 @@ struct speech_decoder::weights {
             ggml_tensor * dw = w(p + "dwconv.weight");   // ne [7, 1, C]
             c.dw_taps = derived.add(p + "dwconv.taps", dw->type, {dw->ne[2], dw->ne[0]},
                                     [dw](std::vector<uint8_t> & out) { out = permute_elements(dw, {2, 0, 1}); });
-            c.dw_bias = w(p + "dwconv.bias");
-            c.norm_w = w(p + "norm.weight");
-            c.norm_b = w(p + "norm.bias");
+            c.dw_bias = mat(p + "dwconv.bias");
+            c.norm_w = mat(p + "norm.weight");
+            c.norm_b = mat(p + "norm.bias");
             c.pw1 = mat(p + "pwconv1.weight");
-            c.pw1_b = w(p + "pwconv1.bias");
+            c.pw1_b = mat(p + "pwconv1.bias");
             c.pw2 = mat(p + "pwconv2.weight");
-            c.pw2_b = w(p + "pwconv2.bias");
-            c.gamma = w(p + "gamma");
+            c.pw2_b = mat(p + "pwconv2.bias");
+            c.gamma = mat(p + "gamma");
             upsample.push_back(c);
         }
         voc_in = bind_conv("dec.voc.conv_in", 1);
@@ -246,9 +253,12 @@ struct speech_decoder_stream::impl {
     std::vector<int32_t> history;       // last left_context frames (reference chunking replays them)
 
     graph_runner runner;
+    bool standard_ops;   // scheduled onto an accelerator: no custom ops (they would run on the CPU)
 
     impl(std::shared_ptr<const speech_decoder> decoder, std::shared_ptr<thread_pool> pool, const speech_decoder_options & o)
-        : owner(std::move(decoder)), W(owner->prepared()), hp(W.hp), opt(o), runner(std::move(pool), k_graph_size, o.scheduled ? compute_placement::sched : compute_placement::cpu) {
+        : owner(std::move(decoder)), W(owner->prepared()), hp(W.hp), opt(o), runner(std::move(pool), k_graph_size, o.scheduled ? compute_placement::sched : compute_placement::cpu,
+                 o.scheduled ? W.device : ""),
+          standard_ops(o.scheduled && !W.device.empty()) {
         if (opt.chunk_frames <= opt.left_context || opt.left_context < 0) {
             throw std::invalid_argument("chunk_frames must exceed left_context >= 0");
         }
@@ -296,7 +306,9 @@ struct speech_decoder_stream::impl {
         for (const auto & [c, t] : shapes) {
             state.push_back(ggml_new_tensor_2d(state_ctx, GGML_TYPE_F32, c, t));
         }
-        state_buf = ggml_backend_alloc_ctx_tensors_from_buft(state_ctx, ggml_backend_cpu_buffer_type());
+        // (in the accelerator's memory when scheduled onto it: the ops that read and write it run there)
+        ggml_backend_buffer_type_t buft = standard_ops && W.layout.buft ? W.layout.buft : ggml_backend_cpu_buffer_type();
+        state_buf = ggml_backend_alloc_ctx_tensors_from_buft(state_ctx, buft);
         if (!state_buf) throw std::runtime_error("cannot allocate the speech decoder state");
         clear_state();
     }
@@ -338,7 +350,7 @@ struct speech_decoder_stream::impl {
         ggml_tensor * w2d = ggml_reshape_2d(g.ctx, c.weight, int64_t(c.k) * c.c_in, c.c_out);
         if (c.k == 1) return ggml_add(g.ctx, mm(g.ctx, w2d, x), c.bias);
         ggml_tensor * xc = with_history(g, x, int64_t(c.k - 1) * c.dilation);
-        ggml_tensor * cols = im2col_channel_major(g.ctx, xc, c.k, c.dilation);   // [K * Cin, n]
+        ggml_tensor * cols = im2col_channel_major(g.ctx, xc, c.k, c.dilation, standard_ops);   // [K * Cin, n]
         return ggml_add(g.ctx, mm(g.ctx, w2d, cols), c.bias);                   // [Cout, n]
     }
 
@@ -362,7 +374,7 @@ struct speech_decoder_stream::impl {
 
     ggml_tensor * snake(graph_ctx & g, const snake_w & s, ggml_tensor * x) {
         if (!ggml_is_contiguous(x)) x = ggml_cont(g.ctx, x);
-        return snake_beta(g.ctx, x, s.alpha, s.inv_beta);
+        return snake_beta(g.ctx, x, s.alpha, s.inv_beta, standard_ops);
     }
 
     ggml_tensor * attention_layer(graph_ctx & g, const attn_layer_w & l, ggml_tensor * x, ggml_tensor * pos,
@@ -626,8 +638,8 @@ struct speech_decoder_stream::impl {
     }
 };
 
-speech_decoder::speech_decoder(const model & m, const std::string & weights_buffer)
-    : w_(std::make_unique<weights>(m, weights_buffer)) {}
+speech_decoder::speech_decoder(const model & m, const std::string & weights_buffer, const std::string & device)
+    : w_(std::make_unique<weights>(m, weights_buffer, device)) {}
 speech_decoder::~speech_decoder() = default;
 const speech_decoder::weights & speech_decoder::prepared() const { return *w_; }
 const model & speech_decoder::source() const { return w_->m; }
@@ -658,4 +670,5 @@ std::map<std::string, speech_decoder_stream::stage_output> speech_decoder_stream
 
 namespace kazeia {
 std::map<std::string, double> speech_decoder_stream::profile() const { return p_->profile_seconds; }
+const launch_report & speech_decoder_stream::placement_report() const { return p_->runner.report(); }
 }  // namespace kazeia

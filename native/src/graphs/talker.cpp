@@ -58,11 +58,14 @@ struct tts_engine::impl {
     // each stage's weights as its placement wants them (declared before the stacks that bind them)
     weight_copies talker_layout, cp_layout;
     bool talker_cpu, cp_cpu;   // the stage computes on the CPU backend: Kazeia's one-column kernel applies
+    bool shared_tables;        // both stages place weights alike: the code predictor reads the talker's tables
     // talker
     ggml_tensor *text_embd, *fc1_w, *fc1_b, *fc2_w, *fc2_b, *codec_embd, *codec_head;
     qwen3_stack talker;
     // code predictor
-    std::vector<ggml_tensor *> cp_embd;   // codebooks 1..15, talker width
+    std::vector<ggml_tensor *> frame_embd;   // codebooks 1..15, talker width, as the talker reads them
+    std::vector<ggml_tensor *> cp_embd;      // the same tables as the code predictor reads them
+    ggml_tensor * cp_codec_embd = nullptr;   // codebook 0's table, as the code predictor reads it
     std::vector<ggml_tensor *> cp_head;
     ggml_tensor *cp_proj_w = nullptr, *cp_proj_b = nullptr;
     qwen3_stack cp;
@@ -78,8 +81,13 @@ struct tts_engine::impl {
     }
 
     static weight_layout layout_for(const stage_placement & p) {
+        if (p.scheduled && !p.device.empty()) return device_layout(accelerator_device(p.device));
         if (!p.weights_buffer.empty()) return buffer_layout(p.weights_buffer);
         return p.scheduled ? weight_layout{} : cpu_repack_layout();   // an accelerator cannot read the repacked layout
+    }
+    // the KV cache beside the weights when the stage runs on an accelerator, else CPU memory
+    static ggml_backend_buffer_type_t cache_buffer(const stage_placement & p, const weight_copies & layout) {
+        return p.scheduled && !p.device.empty() ? layout.buffer_type() : nullptr;
     }
 
     impl(const model & model_, std::shared_ptr<thread_pool> pool, const stage_placement & talker_p,
@@ -87,27 +95,31 @@ struct tts_engine::impl {
         : m(model_), hp(model_.hparams()), hidden(hp.talker.tfm.hidden), n_groups(hp.talker.n_code_groups),
           codec_vocab(hp.talker.codec_vocab), cp_vocab(hp.code_predictor.vocab),
           talker_layout(&model_, layout_for(talker_p)), cp_layout(&model_, layout_for(cp_p)),
-          talker_cpu(!talker_p.scheduled), cp_cpu(!cp_p.scheduled),
-          talker(model_, "talker.", hp.talker.tfm, std::ref(talker_layout), talker_cpu),
-          cp(model_, "cp.", hp.code_predictor.tfm, std::ref(cp_layout), cp_cpu),
-          runner(pool, 8192, talker_p.scheduled ? compute_placement::sched : compute_placement::cpu),
-          cp_runner(pool, 8192, cp_p.scheduled ? compute_placement::sched : compute_placement::cpu),
-          step_runner(pool, 8192, talker_p.scheduled ? compute_placement::sched : compute_placement::cpu),
-          frame_runner(pool, 8192, cp_p.scheduled ? compute_placement::sched : compute_placement::cpu) {
+          talker_cpu(!talker_p.scheduled), cp_cpu(!cp_p.scheduled), shared_tables(talker_p == cp_p),
+          talker(model_, "talker.", hp.talker.tfm, std::ref(talker_layout), talker_cpu, cache_buffer(talker_p, talker_layout)),
+          cp(model_, "cp.", hp.code_predictor.tfm, std::ref(cp_layout), cp_cpu, cache_buffer(cp_p, cp_layout)),
+          runner(pool, 8192, talker_p.scheduled ? compute_placement::sched : compute_placement::cpu, talker_p.device),
+          cp_runner(pool, 8192, cp_p.scheduled ? compute_placement::sched : compute_placement::cpu, cp_p.device),
+          step_runner(pool, 8192, talker_p.scheduled ? compute_placement::sched : compute_placement::cpu, talker_p.device),
+          frame_runner(pool, 8192, cp_p.scheduled ? compute_placement::sched : compute_placement::cpu, cp_p.device) {
         text_embd = talker_layout.table(w("talker.text_embd.weight"));
         fc1_w = talker_layout(w("talker.text_proj.fc1.weight"));
-        fc1_b = w("talker.text_proj.fc1.bias");
+        fc1_b = talker_layout(w("talker.text_proj.fc1.bias"));
         fc2_w = talker_layout(w("talker.text_proj.fc2.weight"));
-        fc2_b = w("talker.text_proj.fc2.bias");
+        fc2_b = talker_layout(w("talker.text_proj.fc2.bias"));
         codec_embd = talker_layout.table(w("talker.codec_embd.weight"));
         codec_head = talker_layout(w("talker.codec_head.weight"));
+        // the codebook tables are read by both stages: a copy for each placement
+        cp_codec_embd = shared_tables ? codec_embd : cp_layout.table(w("talker.codec_embd.weight"));
         for (int j = 0; j + 1 < n_groups; ++j) {
-            cp_embd.push_back(talker_layout.table(w("cp.codec_embd." + std::to_string(j) + ".weight")));
+            ggml_tensor * e = w("cp.codec_embd." + std::to_string(j) + ".weight");
+            frame_embd.push_back(talker_layout.table(e));
+            cp_embd.push_back(shared_tables ? frame_embd.back() : cp_layout.table(e));
             cp_head.push_back(cp_layout(w("cp.head." + std::to_string(j) + ".weight")));
         }
         if (hp.code_predictor.has_input_proj) {
             cp_proj_w = cp_layout(w("cp.input_proj.weight"));
-            cp_proj_b = w("cp.input_proj.bias");
+            cp_proj_b = cp_layout(w("cp.input_proj.bias"));
         }
         eos_id = int(m.get_int("qwen3tts.codec.eos"));
         pad_text_id = int(m.get_int("qwen3tts.token.tts_pad"));
@@ -167,7 +179,7 @@ struct tts_engine::impl {
         part(text_embd, r.text_ids.data(), 1, true);
         part(codec_embd, r.codec_ids.data(), 1, false);
         if (!r.frame_codes.empty()) {
-            for (int j = 0; j + 1 < n_groups; ++j) part(cp_embd[j], r.frame_codes.data() + j, n_groups - 1, false);
+            for (int j = 0; j + 1 < n_groups; ++j) part(frame_embd[j], r.frame_codes.data() + j, n_groups - 1, false);
         }
         return parts;
     }
@@ -310,7 +322,7 @@ struct tts_engine::impl {
     // values into the cache before a later step in the same graph reads them.
     ggml_tensor * cp_substep(ggml_context * ctx, ggml_cgraph * gf, int j, ggml_tensor * h_in, ggml_tensor * code,
                              causal_input & inputs) {
-        ggml_tensor * x = j == 0 ? ggml_concat(ctx, h_in, ggml_get_rows(ctx, codec_embd, code), 1)
+        ggml_tensor * x = j == 0 ? ggml_concat(ctx, h_in, ggml_get_rows(ctx, cp_codec_embd, code), 1)
                                  : ggml_get_rows(ctx, cp_embd[j - 1], code);
         if (cp_proj_w) x = ggml_add(ctx, product(ctx, cp_proj_w, x, cp_cpu), cp_proj_b);
         const int64_t n = x->ne[1];
@@ -548,6 +560,18 @@ std::vector<float> tts_engine::code_predictor_logits(const float * hidden, const
         std::vector<float> l = p_->cp_step(j, hidden, codes[j]);
         out.insert(out.end(), l.begin(), l.end());
     }
+    return out;
+}
+
+std::vector<stage_launch_report> tts_engine::placement_report() const {
+    std::vector<stage_launch_report> out;
+    auto add = [&](const char * stage, const char * launch, const graph_runner & r) {
+        if (r.allocated()) out.push_back({stage, launch, r.report()});
+    };
+    add("talker", "prefill", p_->runner);
+    add("talker", "step", p_->step_runner);
+    add("code_predictor", "frame", p_->frame_runner);
+    add("code_predictor", "substep", p_->cp_runner);
     return out;
 }
 

@@ -71,17 +71,30 @@ void im2col_op(ggml_tensor * dst, int ith, int nth, void *) {
 
 }  // namespace
 
-ggml_tensor * im2col_channel_major(ggml_context * ctx, ggml_tensor * x, int kernel, int dilation) {
+ggml_tensor * im2col_channel_major(ggml_context * ctx, ggml_tensor * x, int kernel, int dilation, bool standard) {
     GGML_ASSERT(x->type == GGML_TYPE_F32 && ggml_is_contiguous(x));
     const int64_t n = x->ne[1] - int64_t(kernel - 1) * dilation;
     GGML_ASSERT(n > 0);
+    if (standard) {
+        ggml_tensor * cols = nullptr;
+        for (int k = 0; k < kernel; ++k) {
+            ggml_tensor * window = ggml_view_2d(ctx, x, x->ne[0], n, x->nb[1], size_t(k) * dilation * x->nb[1]);
+            cols = cols ? ggml_concat(ctx, cols, window, 0) : window;
+        }
+        return cols;
+    }
     ggml_tensor * args[] = {x};
     return ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0] * kernel, n, 1, 1, args, 1, im2col_op, GGML_N_TASKS_MAX, nullptr);
 }
 
-ggml_tensor * snake_beta(ggml_context * ctx, ggml_tensor * x, ggml_tensor * alpha, ggml_tensor * inv_beta) {
+ggml_tensor * snake_beta(ggml_context * ctx, ggml_tensor * x, ggml_tensor * alpha, ggml_tensor * inv_beta,
+                         bool standard) {
     GGML_ASSERT(x->type == GGML_TYPE_F32 && ggml_is_contiguous(x));
     GGML_ASSERT(alpha->ne[0] == x->ne[0] && inv_beta->ne[0] == x->ne[0]);
+    if (standard) {
+        ggml_tensor * s = ggml_sqr(ctx, ggml_sin(ctx, ggml_mul(ctx, x, alpha)));
+        return ggml_add(ctx, x, ggml_mul(ctx, s, inv_beta));
+    }
     return ggml_map_custom3(ctx, x, alpha, inv_beta, snake_op, GGML_N_TASKS_MAX, nullptr);
 }
 

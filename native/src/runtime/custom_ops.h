@@ -1,4 +1,6 @@
-// Kernels ggml lacks for channel-major ([channels, time]) audio, as ggml custom ops.
+// Kernels ggml lacks for channel-major ([channels, time]) audio, as ggml custom ops, each with a
+// path of standard ggml ops for stages scheduled onto an accelerator (custom ops only run on the
+// CPU, so each would split the graph and copy its activations across).
 #pragma once
 
 #include "ggml.h"
@@ -10,7 +12,9 @@ namespace kazeia {
 // element with the same instructions, so results never depend on chunking.
 // x: [channels, time] f32 (channel-major); alpha, inv_beta: [channels] f32, precomputed exp(alpha)
 // and 1 / (exp(beta) + 1e-9).
-ggml_tensor * snake_beta(ggml_context * ctx, ggml_tensor * x, ggml_tensor * alpha, ggml_tensor * inv_beta);
+// standard: MUL, SIN, SQR, MUL, ADD in the order ggml-vulkan fuses into its own snake kernel.
+ggml_tensor * snake_beta(ggml_context * ctx, ggml_tensor * x, ggml_tensor * alpha, ggml_tensor * inv_beta,
+                         bool standard = false);
 
 // The same function on plain arrays (for tests of the kernel itself).
 void snake_beta_rows(const float * x, float * y, const float * alpha, const float * inv_beta, int64_t channels,
@@ -19,6 +23,7 @@ void snake_beta_rows(const float * x, float * y, const float * alpha, const floa
 // im2col for channel-major input: x [C, T_in] -> cols [K * C, T_in - (K - 1) * dilation] with
 // cols[k * C + c, t] = x[c, t + k * dilation]; each entry is a contiguous copy of C values
 // (ggml_im2col wants time-major input and copies element by element).
-ggml_tensor * im2col_channel_major(ggml_context * ctx, ggml_tensor * x, int kernel, int dilation);
+// standard: the K shifted windows (each contiguous) concatenated along channels.
+ggml_tensor * im2col_channel_major(ggml_context * ctx, ggml_tensor * x, int kernel, int dilation, bool standard = false);
 
 }  // namespace kazeia

@@ -2,6 +2,7 @@
 
 #include "ggml-backend.h"
 #include "runtime/ggml_log.h"
+#include "runtime/weight_copies.h"
 
 namespace kazeia {
 
@@ -28,6 +29,9 @@ std::vector<device_info> devices_list() {
         d.async = props.caps.async;
         d.host_buffer = props.caps.host_buffer;
         if (ggml_backend_buffer_type_t host = ggml_backend_dev_host_buffer_type(dev)) d.host_buffer_type = ggml_backend_buft_name(host);
+        for (ggml_backend_buffer_type_t b : device_buffer_types(dev)) {
+            d.buffer_types.push_back({ggml_backend_buft_name(b), ggml_backend_buft_is_host(b)});
+        }
         d.buffer_from_host_ptr = props.caps.buffer_from_host_ptr;
         d.events = props.caps.events;
         out.push_back(d);

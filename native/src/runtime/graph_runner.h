@@ -1,29 +1,44 @@
 // One CPU backend on a shared persistent thread pool, and either a graph allocator (placement
-// `cpu`: compute directly on the CPU) or a ggml_backend_sched over the accelerators plus the CPU
-// (placement `accel-sched`: ops a device cannot run fall back to the CPU; with no accelerator it
-// is the scheduler over the CPU alone). Build a graph in a scratch context, allocate, set inputs,
+// `cpu`: compute directly on the CPU) or a ggml_backend_sched over one accelerator plus the CPU
+// (placement `accel-sched`: ops the device cannot run fall back to the CPU; with no accelerator it
+// is the scheduler over the CPU alone). Each allocation records where the graph runs (launch_report). Build a graph in a scratch context, allocate, set inputs,
 // compute. Graphs are rebuilt per call (a few hundred nodes take well under a millisecond).
 #pragma once
 
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "runtime/launch_report.h"
 #include "runtime/thread_pool.h"
 
 namespace kazeia {
 
 enum class compute_placement { cpu, sched };
 
+// The accelerator named `name` (for a scheduled stage), or a clear error when ggml has none by that name.
+inline ggml_backend_dev_t accelerator_device(const std::string & name) {
+    ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
+    if (!dev || ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
+        throw std::invalid_argument("device '" + name + "' is unavailable: ggml has no accelerator of that name");
+    }
+    return dev;
+}
+
 class graph_runner {
 public:
+    // device: with compute_placement::sched, the accelerator the scheduler runs the graph on (ops it
+    // cannot run fall back to the CPU); "" schedules over the CPU alone
     explicit graph_runner(std::shared_ptr<thread_pool> pool, int max_nodes = 8192,
-                          compute_placement placement = compute_placement::cpu)
+                          compute_placement placement = compute_placement::cpu, const std::string & device = "")
         : pool_(std::move(pool)), max_nodes_(max_nodes) {
+        // (the device is looked up first: a bad name throws before anything needs freeing)
+        ggml_backend_dev_t dev = placement == compute_placement::sched && !device.empty() ? accelerator_device(device) : nullptr;
         backend_ = ggml_backend_cpu_init();
         if (!backend_) throw std::runtime_error("cannot start the CPU backend");
         ggml_backend_cpu_set_n_threads(backend_, pool_->n_threads());
@@ -32,12 +47,15 @@ public:
             galloc_ = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend_));
             return;
         }
-        for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
-            ggml_backend_dev_t dev = ggml_backend_dev_get(i);
-            if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) continue;
-            if (ggml_backend_t b = ggml_backend_dev_init(dev, nullptr)) accel_.push_back(b);
+        std::vector<ggml_backend_t> all;
+        if (dev) {
+            accel_ = ggml_backend_dev_init(dev, nullptr);
+            if (!accel_) {
+                ggml_backend_free(backend_);
+                throw std::runtime_error("cannot start device " + device);
+            }
+            all.push_back(accel_);
         }
-        std::vector<ggml_backend_t> all(accel_);
         all.push_back(backend_);   // the CPU last: the scheduler's fallback
         sched_ = ggml_backend_sched_new(all.data(), nullptr, int(all.size()), size_t(max_nodes_), false, true);
         if (!sched_) throw std::runtime_error("cannot create a backend scheduler");
@@ -46,7 +64,7 @@ public:
         if (ctx_) ggml_free(ctx_);
         if (galloc_) ggml_gallocr_free(galloc_);
         if (sched_) ggml_backend_sched_free(sched_);
-        for (ggml_backend_t b : accel_) ggml_backend_free(b);
+        if (accel_) ggml_backend_free(accel_);
         ggml_backend_free(backend_);
     }
     graph_runner(const graph_runner &) = delete;
@@ -69,10 +87,15 @@ public:
         if (sched_) {
             ggml_backend_sched_reset(sched_);
             if (!ggml_backend_sched_alloc_graph(sched_, gf_)) throw std::runtime_error("cannot allocate a compute buffer");
+            report_ = describe_sched_launch(sched_, gf_, accel_, backend_);
             return;
         }
         if (!ggml_gallocr_alloc_graph(galloc_, gf_)) throw std::runtime_error("cannot allocate a compute buffer");
+        report_ = describe_cpu_launch(gf_);
     }
+    // where the last allocated graph runs (empty before the first)
+    const launch_report & report() const { return report_; }
+    bool allocated() const { return report_.nodes > 0; }
     void compute() {
         const ggml_status st = sched_ ? ggml_backend_sched_graph_compute(sched_, gf_) : ggml_backend_graph_compute(backend_, gf_);
         if (st != GGML_STATUS_SUCCESS) throw std::runtime_error("graph compute failed");
@@ -85,7 +108,8 @@ private:
     ggml_backend_t backend_ = nullptr;
     ggml_gallocr_t galloc_ = nullptr;
     ggml_backend_sched_t sched_ = nullptr;
-    std::vector<ggml_backend_t> accel_;
+    ggml_backend_t accel_ = nullptr;
+    launch_report report_;
     ggml_context * ctx_ = nullptr;
     ggml_cgraph * gf_ = nullptr;
 };

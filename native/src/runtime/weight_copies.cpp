@@ -1,5 +1,6 @@
 #include "runtime/weight_copies.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -13,12 +14,8 @@ constexpr size_t k_max_tensors = 4096;
 
 ggml_backend_buffer_type_t cpu_repack_buffer_type() {
     ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-    if (!cpu) return nullptr;
-    auto get = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
-        ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(cpu), "ggml_backend_dev_get_extra_bufts"));
-    if (!get) return nullptr;
-    for (ggml_backend_buffer_type_t * b = get(cpu); b && *b; ++b) {
-        if (std::strcmp(ggml_backend_buft_name(*b), "CPU_REPACK") == 0) return *b;
+    for (ggml_backend_buffer_type_t b : cpu ? device_buffer_types(cpu) : std::vector<ggml_backend_buffer_type_t>{}) {
+        if (std::strcmp(ggml_backend_buft_name(b), "CPU_REPACK") == 0) return b;
     }
     return nullptr;
 }
@@ -33,12 +30,23 @@ bool repackable(const ggml_tensor * t) {
 
 weight_layout cpu_repack_layout() { return {cpu_repack_buffer_type(), true}; }
 
+std::vector<ggml_backend_buffer_type_t> device_buffer_types(ggml_backend_dev_t dev) {
+    std::vector<ggml_backend_buffer_type_t> out;
+    auto add = [&](ggml_backend_buffer_type_t b) {
+        if (b && std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+    };
+    add(ggml_backend_dev_buffer_type(dev));
+    add(ggml_backend_dev_host_buffer_type(dev));
+    auto get = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
+        ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts"));
+    for (ggml_backend_buffer_type_t * b = get ? get(dev) : nullptr; b && *b; ++b) add(*b);
+    return out;
+}
+
 weight_layout buffer_layout(const std::string & name) {
     std::string known;
     for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
-        ggml_backend_dev_t dev = ggml_backend_dev_get(i);
-        for (ggml_backend_buffer_type_t b : {ggml_backend_dev_buffer_type(dev), ggml_backend_dev_host_buffer_type(dev)}) {
-            if (!b) continue;
+        for (ggml_backend_buffer_type_t b : device_buffer_types(ggml_backend_dev_get(i))) {
             if (name == ggml_backend_buft_name(b)) {
                 if (!ggml_backend_buft_is_host(b)) {
                     throw std::invalid_argument("buffer type " + name + " is not host-visible: the CPU cannot compute from it");
@@ -49,6 +57,11 @@ weight_layout buffer_layout(const std::string & name) {
         }
     }
     throw std::invalid_argument("ggml has no buffer type named '" + name + "' (it has: " + known + ")");
+}
+
+weight_layout device_layout(ggml_backend_dev_t dev) {
+    ggml_backend_buffer_type_t b = ggml_backend_dev_buffer_type(dev);
+    return {b == ggml_backend_cpu_buffer_type() ? nullptr : b, false};
 }
 
 weight_copies::weight_copies(const model * m, weight_layout layout) : m_(m), layout_(layout) {

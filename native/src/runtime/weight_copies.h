@@ -1,7 +1,8 @@
 // Copies of a model's weights in another buffer type, made once per network, with the file's pages
-// let go. Two uses: ggml's interleaved CPU layout (CPU_REPACK: on x86 with AVX2, q4_K matrices
-// whose row count is a multiple of 8 multiply faster from it), and placement `accel-weights`
-// (every weight in an accelerator's host-visible buffer, computed on by the CPU).
+// let go. Three uses: ggml's interleaved CPU layout (CPU_REPACK: on x86 with AVX2, q4_K matrices
+// whose row count is a multiple of 8 multiply faster from it), placement `accel-weights` (every
+// weight in an accelerator's host-visible buffer, computed on by the CPU) and `accel-sched` (every
+// weight in the accelerator's own memory).
 #pragma once
 
 #include <string>
@@ -20,9 +21,15 @@ struct weight_layout {
 };
 
 weight_layout cpu_repack_layout();
-// Every weight into the buffer type named `name` (a device's buffer or host buffer type);
-// throws std::invalid_argument naming the types ggml has when there is none of that name.
+// Every weight into the host-visible buffer type named `name` (a device's own, host or extra buffer
+// type: placement accel-weights); throws std::invalid_argument naming the types ggml has when there
+// is none of that name, or when the CPU cannot read it.
 weight_layout buffer_layout(const std::string & name);
+// Every weight into an accelerator's own memory (placement accel-sched: ops then run where their
+// weights are); none for a device that computes from the CPU's buffers.
+weight_layout device_layout(ggml_backend_dev_t dev);
+// A device's buffer types: its own, its host buffer type, its extra ones (repacked layouts).
+std::vector<ggml_backend_buffer_type_t> device_buffer_types(ggml_backend_dev_t dev);
 
 class weight_copies {
 public:
@@ -37,6 +44,7 @@ public:
     // The same for a table read by other ops (rows looked up): never in a repacked layout.
     ggml_tensor * table(ggml_tensor * t) { return layout_.repack ? t : (*this)(t); }
     size_t count() const { return buffers_.size(); }
+    ggml_backend_buffer_type_t buffer_type() const { return layout_.buft; }
 
 
 private:
