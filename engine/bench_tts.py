@@ -15,6 +15,7 @@ import numpy as np
 from .bench import REFERENCE_SCRIPTS, bench_model, reference_python, run_reference_script, run_script, vox_python
 from .convert import convert
 from .demo import cache_dir
+from .accuracy import logit_divergence
 from .engine import Engine, SamplingParams
 from .reference.proc_stats import peak_rss_mb, reset_peak_rss
 from .model_file import ModelFile, open_model
@@ -54,25 +55,6 @@ def weight_bytes_per_frame(model: ModelFile) -> dict:
     return {"talker": talker, "code_predictor": groups * cp_body + cp_heads}
 
 
-def _kl(p_logits: np.ndarray, q_logits: np.ndarray) -> float:
-    def log_softmax(x):
-        x = x - x.max(axis=-1, keepdims=True)
-        return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
-    lp, lq = log_softmax(p_logits.astype(np.float64)), log_softmax(q_logits.astype(np.float64))
-    return float(np.mean(np.sum(np.exp(lp) * (lp - lq), axis=-1)))
-
-
-def _top5(a: np.ndarray, b: np.ndarray) -> float:
-    ta, tb = np.argsort(-a, axis=-1)[..., :5], np.argsort(-b, axis=-1)[..., :5]
-    return float(np.mean([len(set(x) & set(y)) / 5 for x, y in zip(ta.reshape(-1, 5), tb.reshape(-1, 5))]))
-
-
-def _ref_argmax_in_top5(ref: np.ndarray, other: np.ndarray) -> float:
-    """vox's gate metric: how often the f32 argmax is among the other model's five best."""
-    best = np.argmax(ref, axis=-1)[..., None]
-    return float(np.mean(np.any(np.argsort(-other, axis=-1)[..., :5] == best, axis=-1)))
-
-
 def divergence(ref: Engine, other: Engine, frames: int) -> dict:
     """Teacher-forced logits of talker and code predictor on the f32 model's greedy frames, and the
     agreement of free-running greedy codes."""
@@ -80,19 +62,8 @@ def divergence(ref: Engine, other: Engine, frames: int) -> dict:
     r = ref.synthesize(BENCH_TEXT, speaker="vivian", language="english", sampling=greedy)
     o = other.synthesize(BENCH_TEXT, speaker="vivian", language="english", sampling=greedy)
     plan = ref._prompts.build(BENCH_TEXT, speaker="vivian", language="english")
-    args = dict(plan.arrays(ref._prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
-                codes=r.codes)
-    lr, hr = ref._native.teacher_forced(**args)
-    lo, ho = other._native.teacher_forced(**args)
-    vocab = 2048   # audio codes: the ids the talker may choose besides EOS
-    n_cp = min(len(r.codes), 10)
-    cpr = np.stack([ref._native.code_predictor_logits(hr[f], r.codes[f]) for f in range(n_cp)])
-    cpo = np.stack([other._native.code_predictor_logits(ho[f], r.codes[f]) for f in range(n_cp)])
     n = min(len(r.codes), len(o.codes))
-    return {"talker_kl": _kl(lr[:, :vocab], lo[:, :vocab]), "talker_top5": _top5(lr[:, :vocab], lo[:, :vocab]),
-            "talker_ref_argmax_in_top5": _ref_argmax_in_top5(lr[:, :vocab], lo[:, :vocab]),
-            "code_predictor_kl": _kl(cpr, cpo), "code_predictor_top5": _top5(cpr, cpo),
-            "code_predictor_ref_argmax_in_top5": _ref_argmax_in_top5(cpr, cpo),
+    return {**logit_divergence(ref, other, plan, r.codes),
             "code_agreement": float(np.mean(r.codes[:n] == o.codes[:n])) if n else 0.0, "frames": n}
 
 

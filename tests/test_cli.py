@@ -111,7 +111,7 @@ def test_bench_pipeline_smoke(tmp_path, converted):
 
 
 def test_divergence_metrics():
-    from kazeia.engine.bench_tts import _kl, _ref_argmax_in_top5, _top5
+    from kazeia.engine.accuracy import kl as _kl, ref_argmax_in_top5 as _ref_argmax_in_top5, top5_overlap as _top5
     rng = np.random.default_rng(0)
     a = rng.standard_normal((40, 100))
     assert _kl(a, a) == pytest.approx(0, abs=1e-12) and _kl(a, a + 0.5 * rng.standard_normal(a.shape)) > 0.01
