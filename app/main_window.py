@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
                                QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget)
 
 from kazeia.engine import SamplingParams
-from kazeia.engine.placement import MODES, STAGES, mode_status
+from kazeia.engine.placement import MODES, STAGES, mode_status, silent_cpu_stages, stage_lines
 from kazeia.engine.threads import available_cores
 
 from .audio_output import AudioOutput
@@ -165,8 +165,14 @@ class MainWindow(QMainWindow):
         self.stats = QLabel("")
         self.stats.setObjectName("stats")
         self.waveform = WaveformView()
+        # where each stage ran (devices, splits, CPU fallbacks): an accelerator mode never runs
+        # silently on the CPU
+        self.where = QLabel("")
+        self.where.setObjectName("where")
+        self.where.setWordWrap(True)
         cv.addWidget(self.latency, 2)
         cv.addWidget(self.stats)
+        cv.addWidget(self.where)
         cv.addWidget(self.waveform, 3)
         split.addWidget(center)
 
@@ -470,6 +476,8 @@ class MainWindow(QMainWindow):
         take = self.live
         take.audio = result.audio
         take.stop_reason = result.stop_reason
+        take.where = stage_lines(result.placement_report)
+        self._show_where(take.where, silent_cpu_stages(result.placement_report))
         take.timings = {"prefill_ms": t.prefill_ms, "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "frames": t.frames,
                         "talker_ms": t.mean_ms("talker"), "code_predictor_ms": t.mean_ms("code_predictor"),
                         "decoder_ms": t.mean_ms("decoder")}
@@ -514,7 +522,15 @@ class MainWindow(QMainWindow):
             self.waveform.show_audio(self.store.audio(take), take.sample_rate)
             self._show_take_timings(take)
 
+    def _show_where(self, where: dict, problems: list[str]) -> None:
+        text = "\n".join(f"{stage.replace('_', ' ')} on {line}" for stage, line in where.items())
+        if problems:   # a stage scheduled onto the accelerator ran ops on the CPU
+            text = "NOT ALL ON THE ACCELERATOR: " + "; ".join(problems) + "\n" + text
+        self.where.setStyleSheet("color: #b00020;" if problems else "")
+        self.where.setText(text)
+
     def _show_take_timings(self, take: Take) -> None:
+        self._show_where(take.where, [f"{s}: {line}" for s, line in take.where.items() if "fall" in line])
         t = take.timings
         self.stats.setText(f"{take.label}: {t.get('frames', 0)} frames, TTFA {t.get('ttfa_ms', 0):.0f} ms, "
                            f"RTF {t.get('rtf', 0):.2f}, talker {t.get('talker_ms', 0):.1f} / code predictor "

@@ -27,6 +27,7 @@ class Take:
     stop_reason: str
     sample_rate: int
     name: str = ""
+    where: dict = field(default_factory=dict)   # stage -> where it ran (placement.stage_lines)
     audio: np.ndarray | None = field(default=None, repr=False)
 
     @property

@@ -110,6 +110,7 @@ class Result:
     codes: np.ndarray          # [frames, 16]
     timings: Timings
     stop_reason: str           # eos | limit | cancelled
+    placement_report: list = field(default_factory=list)   # where each launch ran (Engine.placement_report)
 
 
 @dataclass
@@ -158,8 +159,11 @@ class Engine:
         bytes copied between devices and the ops a scheduled stage left on the CPU, with why
         (kazeia.engine.placement.where_it_ran formats one)."""
         with self._lock:
-            reports = [dict(r, mode=self.placement[r["stage"]]) for r in self._native.placement_report()]
-            decoder = self._decoder.placement_report()
+            return self._report()
+
+    def _report(self) -> list[dict]:   # (the caller holds the lock)
+        reports = [dict(r, mode=self.placement[r["stage"]]) for r in self._native.placement_report()]
+        decoder = self._decoder.placement_report()
         if decoder is not None:
             reports.append(dict(decoder, stage="decoder", launch="chunk", mode=self.placement["decoder"]))
         return reports
@@ -223,7 +227,7 @@ class Engine:
             dec_ms = 1000 * (time.perf_counter() - t_dec)
             self._fill(timings, out, [dec_ms / max(len(codes), 1)] * len(codes), start)
             timings.ttfa_ms = timings.total_ms
-            return Result(audio, self.info.sample_rate, codes, timings, out["stop_reason"])
+            return Result(audio, self.info.sample_rate, codes, timings, out["stop_reason"], self._report())
 
     def stream(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
                instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
@@ -340,7 +344,8 @@ class AudioStream:
             del t.talker_ms[len(codes):], t.code_predictor_ms[len(codes):]
             t.total_ms = 1000 * (time.perf_counter() - self._start)
             audio = np.concatenate(self._audio) if self._audio else np.zeros(0, np.float32)
-            self.result = Result(audio, self._engine.info.sample_rate, codes, t, out["stop_reason"])
+            self.result = Result(audio, self._engine.info.sample_rate, codes, t, out["stop_reason"],
+                                 self._engine.placement_report())
         except BaseException as e:   # surfaced to the consumer by __next__
             self.error = e
         finally:

@@ -132,3 +132,22 @@ def silent_cpu_stages(reports: list[dict]) -> list[str]:
     name, never to hide): "<stage> <launch>: <fallbacks>"."""
     return [f"{r['stage']} {r['launch']}: " + ", ".join(f"{k} x{n}" for k, n in r["fallbacks"].items())
             for r in reports if r["scheduled"] and r["device"] and r["fallbacks"]]
+
+
+STEADY_LAUNCH = {"talker": "step", "code_predictor": "frame", "decoder": "chunk"}   # what runs every frame
+
+
+def stage_lines(reports: list[dict]) -> dict[str, str]:
+    """One "where did it run" line per stage: its every-frame launch, and any CPU fallback of its
+    other launches (a prefill that falls back must not hide behind a clean step)."""
+    lines = {}
+    for stage in STAGES:
+        mine = [r for r in reports if r["stage"] == stage]
+        if not mine:
+            continue
+        steady = next((r for r in mine if r["launch"] == STEADY_LAUNCH[stage]), mine[0])
+        line = f"{steady['mode']}: {where_it_ran(steady)}" if "mode" in steady else where_it_ran(steady)
+        others = [f"{r['launch']} falls back: " + ", ".join(r["fallbacks"]) for r in mine
+                  if r is not steady and r["fallbacks"]]
+        lines[stage] = "; ".join([line, *others])
+    return lines

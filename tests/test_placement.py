@@ -165,11 +165,11 @@ def test_accel_weights_on_the_accelerator_is_bit_identical(golden_engine):
     assert all(set(r["ops"]) == {"CPU"} for r in engine.placement_report())   # computed by the CPU
 
 
-# Tolerances of accel-sched against the CPU on the tiny random-weight goldens, measured on lavapipe
-# (ggml-vulkan computes products in fp16; tiny random weights amplify rounding far more than real
-# ones: the bench measures full-size weights).
-TALKER_KL, CP_KL, TOP5 = 0.02, 0.02, 0.9
-DECODER_SNR_DB = 18.0
+# Tolerances of accel-sched against the CPU on the tiny f32 goldens, from what lavapipe measured
+# (talker KL 1.1e-7, top-5 1.000; code predictor KL 7.9e-8, top-5 0.999; decoder SNR 60 dB) with
+# margin for other devices' rounding; the bench measures full-size weights against vox's gate.
+TALKER_KL, CP_KL, TOP5 = 1e-4, 1e-4, 0.98
+DECODER_SNR_DB = 40.0
 
 
 @needs_accelerator

@@ -302,3 +302,31 @@ def test_a_damaged_take_index_loses_no_takes(tmp_path):
     assert np.allclose(again.audio(again.takes[1]), 0.2)
     assert list(store.folder.glob("index.damaged-*.json"))   # the damaged index is kept aside
     assert json.loads((store.folder / "index.json").read_text())   # and a good one written
+
+
+def test_placement_takes_say_where_each_stage_ran(qtbot, window):
+    """Backend A/B: a take made under accel-sched and one under cpu each say where every stage ran.
+    In the Vulkan pass of scripts/test.sh accel-sched runs on lavapipe's Vulkan0, every op of every
+    stage on it; on the CPU-only pass the scheduler runs over the CPU alone."""
+    from kazeia.engine.placement import sched_device
+    accel = sched_device()
+    for box in window.placement.values():
+        box.setCurrentText("accel-sched")
+    sched = generate(qtbot, window, frames=6, seed=3)
+    assert window.store.takes[-1].placement == dict.fromkeys(("talker", "code_predictor", "decoder"), "accel-sched")
+    where = window.store.takes[-1].where
+    assert set(where) == {"talker", "code_predictor", "decoder"}
+    device = accel["name"] if accel else "CPU"
+    for stage, line in where.items():
+        assert line.startswith(f"accel-sched: {device} ") and "fall" not in line, line
+        assert f"{stage.replace('_', ' ')} on accel-sched: {device}" in window.where.text()
+    assert "NOT ALL" not in window.where.text()
+    for box in window.placement.values():
+        box.setCurrentText("cpu")
+    cpu = generate(qtbot, window, frames=6, seed=3)
+    assert all(line.startswith("cpu: CPU ") for line in window.store.takes[-1].where.values())
+    if accel is None:   # the same arithmetic: the same take
+        assert np.array_equal(cpu.codes, sched.codes)
+    assert len(sched.codes) == len(cpu.codes) == 6
+    window.take_list.setCurrentRow(1)   # selecting the earlier take shows where it ran
+    assert f"on accel-sched: {device}" in window.where.text()
