@@ -104,7 +104,12 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
 
 
 def main_bench(args) -> int:
-    if args.stage == "decoder":
+    if args.placements is not None:
+        from .bench_placement import bench_placements
+        result = bench_placements(tuple(args.placements) or ("cpu", "accel-weights", "accel-sched"), size=args.size,
+                                  out_type=args.type, decoder_type=args.decoder_type or "f16", frames=args.frames,
+                                  threads=args.threads, progress=not args.quiet)
+    elif args.stage == "decoder":
         result = bench_decoder(size=args.size, frames=args.frames, threads=args.threads,
                                decoder_type=args.decoder_type or "f32", reference=not args.no_reference,
                                model_path=args.model, progress=not args.quiet)

@@ -156,7 +156,38 @@ def _cmd_devices(args) -> int:
     print("placement modes:")
     for status in mode_status(devices).values():
         print(f"  {status.mode:<14} {'available' if status.available else 'unavailable'}: {status.reason}")
-    return 0
+    return _check_placements(args.model) if args.check else 0
+
+
+def _check_placements(model: str) -> int:
+    """Every available placement on a model (default the demo): where each stage ran, and how far
+    its audio is from the CPU's. Fails when a stage scheduled onto an accelerator ran ops on the CPU."""
+    import numpy as np
+
+    from .accuracy import snr_db
+    from .demo import resolve_model
+    from .engine import Engine, SamplingParams
+    from .placement import MODES, mode_status, silent_cpu_stages, stage_lines
+    engine = Engine.load(resolve_model(model))
+    sampling = SamplingParams.from_model(engine.info, max_frames=8).greedy()
+    request = dict(speaker=engine.info.speakers[0].name) if engine.info.speakers else {}
+    print(f"check on {model} (8 greedy frames; a first run on a new device compiles its kernels):")
+    cpu, failed = None, False
+    for mode in (m for m, st in mode_status().items() if st.available and m in MODES):
+        engine.set_placement(mode)
+        result = engine.synthesize("Where does each stage run?", sampling=sampling, **request)
+        cpu = cpu if cpu is not None else result
+        same = np.array_equal(result.codes, cpu.codes)
+        decoded = engine._decoder.decode(cpu.codes)   # this placement's decoder on the CPU's codes
+        print(f"  {mode}: codes {'identical to' if same else 'differ from'} cpu (random weights have flat logits), "
+              f"decoder SNR vs cpu on the same codes {snr_db(cpu.audio, decoded):.1f} dB")
+        for stage, line in stage_lines(result.placement_report).items():
+            print(f"    {stage:<15} {line}")
+        problems = silent_cpu_stages(result.placement_report)
+        for p in problems:
+            print(f"    ran on the CPU although scheduled onto an accelerator: {p}")
+        failed = failed or bool(problems)
+    return 1 if failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -244,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--type", choices=FILE_TYPES, default="q8_0", help="talker / code-predictor weights")
     b.add_argument("--divergence", nargs="*", choices=[t for t in FILE_TYPES if t != "f32"], default=None,
                    help="also measure these types against f32 (logit KL, top-5 and code agreement)")
+    b.add_argument("--placements", nargs="*", choices=["cpu", "accel-weights", "accel-sched"], default=None,
+                   help="time every placement (all when none named) stage by stage, with where each launch ran "
+                        "and its accuracy against f32 on the CPU")
     b.add_argument("--size", choices=["0.6b", "1.7b"], default="0.6b")
     b.add_argument("--frames", type=int, default=50)
     b.add_argument("--threads", type=int, default=None)
@@ -260,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("devices", help="list ggml devices")
     d.add_argument("--json", action="store_true")
+    d.add_argument("--check", action="store_true",
+                   help="run every available placement on a model: where each stage ran, audio vs cpu")
+    d.add_argument("--model", default="demo", help="model for --check (default: the demo model)")
     d.set_defaults(func=_cmd_devices)
     return p
 
