@@ -121,6 +121,8 @@ case "$ggml_flavor" in
 esac
 stamp="$venv/.kazeia-ggml"
 installed="$(cat "$stamp" 2>/dev/null || true)"
+# (auto keeps a GPU build already installed for this CPU: it contains the native CPU backend too)
+[[ "$ggml_flavor" == auto && "$installed" =~ ^(vulkan|cuda)-$ggml_version-$cpu_id$ ]] && chain=("${installed%%-*}")
 for flavor in "${chain[@]}"; do
   [[ "$installed" == "$flavor-$ggml_version-$cpu_id" ]] && break   # already in the venv
   if install_ggml "$flavor"; then
