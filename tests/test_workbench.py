@@ -104,7 +104,7 @@ def test_stop_cancels_within_a_frame(qtbot, window):
             window.stop()
             made.append(window.controller._stream._timings.frames)   # frames finished when Stop was pressed
     window.controller.chunk_ready.connect(on_chunk)
-    with qtbot.waitSignal(window.controller.finished, timeout=timeout_ms) as blocker:
+    with qtbot.waitSignal(window.controller.finished, timeout=TIMEOUT_MS) as blocker:
         window.generate()
     result = blocker.args[0]
     assert result.stop_reason == "cancelled"
