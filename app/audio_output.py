@@ -1,10 +1,13 @@
-"""Audio playback through sounddevice (PortAudio). The callback only copies from a buffer allocated
-up front; with no sound card (or no PortAudio) the output reports why and the app runs on."""
+"""Audio playback through sounddevice (PortAudio). Volume and the limiter are applied before audio
+enters the buffer (levels.OutputLevel); the callback only copies from that buffer, allocated up
+front. With no sound card (or no PortAudio) the output reports why and the app runs on."""
 from __future__ import annotations
 
 import threading
 
 import numpy as np
+
+from .levels import OutputLevel, level_of
 
 
 class AudioOutput:
@@ -24,6 +27,7 @@ class AudioOutput:
         self._written = 0       # samples available to play
         self._position = 0      # samples played
         self._open_ended = False   # more audio may still arrive (streaming playback)
+        self.level = OutputLevel(sample_rate)
 
     # -- devices -----------------------------------------------------------------------------
     def devices(self) -> list[tuple[int, str]]:
@@ -58,6 +62,7 @@ class AudioOutput:
         self._start(capacity, open_ended=True)
 
     def append(self, chunk: np.ndarray) -> None:
+        chunk = self.level.process(chunk)
         with self._lock:
             n = min(len(chunk), len(self._buffer) - self._written)
             self._buffer[self._written:self._written + n] = chunk[:n]
@@ -76,6 +81,16 @@ class AudioOutput:
             except Exception:
                 pass
 
+    def set_volume(self, volume: float) -> None:
+        """0..1; applies to what is played next (a playing take keeps its level)."""
+        self.level.volume = min(max(float(volume), 0.0), 1.0)
+
+    def meter(self, window: int = 2400) -> tuple[float, float]:
+        """(peak, RMS) dBFS of what is being played now (the last `window` samples sent)."""
+        with self._lock:
+            end = self._position
+            return level_of(self._buffer[max(0, end - window):end])
+
     @property
     def position(self) -> int:
         return self._position
@@ -88,6 +103,9 @@ class AudioOutput:
         self.stop()
         if not self.available:
             raise RuntimeError(self.reason)
+        self.level.reset()
+        if initial is not None:
+            initial = self.level.process(initial)
         with self._lock:   # the buffer is ready before the stream's first callback
             if len(self._buffer) < capacity:
                 self._buffer = np.zeros(capacity, np.float32)

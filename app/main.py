@@ -1,10 +1,12 @@
 """`kazeia-workbench [MODEL]` / `python -m kazeia.app`: opens MODEL, else the last model, else the
-bundled demo model. Errors go to the status bar and a log file; the window stays up."""
+bundled demo model. Errors go to the window's banner and a log file; the window stays up. Ctrl+C
+in the terminal closes it cleanly (settings saved, the engine stopped)."""
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import signal
 import sys
 import traceback
 
@@ -28,14 +30,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
     install_excepthook()
+    from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
+
+    from kazeia.resources import icon_path
 
     from .main_window import MainWindow
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Kazeia workbench")
+    app.setWindowIcon(QIcon(str(icon_path())))
     window = MainWindow(args.model)
     window.show()
+    close_on_sigint(window)
     return app.exec()
+
+
+def close_on_sigint(window) -> None:
+    """Ctrl+C closes the window as its close button would. Qt's loop runs C++ only, so a timer
+    lets Python look at its signal flag a few times a second."""
+    from PySide6.QtCore import QTimer
+    signal.signal(signal.SIGINT, lambda *_: window.close())
+    timer = QTimer(window)
+    timer.timeout.connect(lambda: None)
+    timer.start(200)
 
 
 if __name__ == "__main__":

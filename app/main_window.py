@@ -1,29 +1,52 @@
-"""The workbench window: model, voice, sampling and backend controls; generate with live latency
-and streaming playback; takes with A/B listening, restore and export."""
+"""The workbench window: composes the panels (backend bar; voice, text and sampling; live latency
+and the take's waveform; takes, placement comparison and voice library in tabs), owns the menu bar,
+shortcuts, drag and drop, the error banner, and generate / stop / compare.
+
+While a take runs the GUI thread only copies each chunk (audio into the output and the take view)
+and redraws on a 10 Hz display timer, drawing only what is new: the engine's latencies are not
+paid for by the window that shows them."""
 from __future__ import annotations
 
+import logging
 import time
+import uuid
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
-                               QInputDialog, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMainWindow,
-                               QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtGui import QAction, QIcon, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMessageBox,
+                               QPlainTextEdit, QPushButton, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
+                               QToolButton, QVBoxLayout, QWidget)
 
-from kazeia.engine import SamplingParams
-from kazeia.engine.placement import MODES, STAGES, mode_status, silent_cpu_stages, stage_lines
-from kazeia.engine.threads import available_cores
+from kazeia.engine.gguf_file import FILE_TYPES
+from kazeia.engine.placement import silent_cpu_stages, stage_lines
 
 from .audio_output import AudioOutput
+from .comparison import compare_results, difference_text
 from .controller import EngineController
-from .export import FORMATS, export_takes
+from .export import export_takes
 from .loudness import matched_gain
+from .panels.backend import BackendPanel, modes_help
+from .panels.compare import ComparePanel
+from .panels.latency import LatencyPanel
+from .panels.sampling import SamplingPanel
+from .panels.takes import TakesPanel
+from .panels.voice import VoicePanel
+from .panels.voice_library import VoiceLibraryPanel
+from .plots import TakeView
+from kazeia.resources import icon_path
 from .takes import Take, TakeStore
-from .views import LatencyPlot, WaveformView
 from .voices import AUDIO_SUFFIXES, VoiceLibrary
+
+DISPLAY_HZ = 8   # display ticks: the latency view and the take view take turns (4 redraws a second each)
+CONVERT_TYPES_NOTE = ("q8_0 (default): half the bytes per frame of f16, so about twice the speed, with quality "
+                      "the bench measures as close to f32; f16/bf16: larger and slower; f32: the reference's numbers.")
+SHORTCUTS = (("Ctrl+Enter", "generate"), ("Esc", "stop the take, or playback"), ("Space", "play / stop the "
+             "selected take (takes table)"), ("B", "switch between A and B while playing"), ("Ctrl+O", "open a model"),
+             ("Ctrl+E", "export the selected takes"), ("Ctrl+K", "compare placements"), ("Del", "delete the "
+             "selected takes"), ("F1", "this list"))
 
 
 class MainWindow(QMainWindow):
@@ -31,26 +54,38 @@ class MainWindow(QMainWindow):
                  audio: AudioOutput | None = None, store: TakeStore | None = None):
         super().__init__()
         self.setWindowTitle("Kazeia workbench")
+        self.setWindowIcon(QIcon(str(icon_path())))
         self.settings = settings or QSettings("Kazeia", "Workbench")
         self.audio = audio or AudioOutput()
         self.store = store or TakeStore()
         self.voices = VoiceLibrary(self.store.folder.parent)
         self.info = None
-        self.live: Take | None = None          # the take being generated
-        self.live_audio: list[np.ndarray] = []
-        self._waveform_drawn_at = 0.0   # when the live waveform was last redrawn
+        self.live: Take | None = None        # the take being generated
+        self.live_ran = None                 # what it runs with (from the worker)
+        self._live_timings = None
+        self._dirty = False
+        self._ticks = 0
+        self._live_playback = False
+        self._job: dict | None = None        # the request of the running take (a comparison reruns it)
+        self._compare: dict | None = None    # a running placement comparison
         self.playing: Take | None = None
         self.ab_pair: tuple[Take, Take] | None = None
-        self._live_playback = False
+        self.messages: list[str] = []        # status history (Help > Messages)
+        self.applied = None                  # placement and threads the engine has now (from the worker)
         self._build()
         self.controller = EngineController(self)   # after the widgets: its thread must not outlive a failed build
         self._connect()
-        self._restore_settings()
-        self._refresh_takes()
-        self.playhead_timer = QTimer(self)
-        self.playhead_timer.setInterval(33)   # ~30 Hz
-        self.playhead_timer.timeout.connect(self._update_playhead)
-        self.playhead_timer.start()
+        self._menus()
+        for panel in (self.backend, self.sampling, self.takes, self.compare):
+            panel.restore()
+        self.text.setPlainText(self.settings.value("text/current", self.text.toPlainText()))
+        self.audio.set_volume(self.backend.volume.value() / 100)
+        if self.backend.has_output:
+            self.audio.set_device(self.backend.device_box.currentData())
+        self.display_timer = QTimer(self)
+        self.display_timer.setInterval(1000 // DISPLAY_HZ)
+        self.display_timer.timeout.connect(self._display_tick)
+        self.display_timer.start()
         self.load_model(model_path or self.settings.value("model/last") or None)
 
     # ---- layout ------------------------------------------------------------------------------
@@ -58,96 +93,41 @@ class MainWindow(QMainWindow):
         root = QWidget()
         self.setCentralWidget(root)
         outer = QVBoxLayout(root)
+        outer.setContentsMargins(4, 4, 4, 4)
+        self.banner = QFrame()
+        self.banner.setObjectName("banner")
+        self.banner.setStyleSheet("#banner { background: #fdecea; border: 1px solid #b00020; }")
+        row = QHBoxLayout(self.banner)
+        row.setContentsMargins(6, 2, 6, 2)
+        self.banner_text = QLabel("")
+        self.banner_text.setWordWrap(True)
+        self.banner_text.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.banner_text.setStyleSheet("color: #b00020;")
+        close = QToolButton()
+        close.setText("x")
+        close.clicked.connect(self.clear_error)
+        row.addWidget(self.banner_text, 1)
+        row.addWidget(close)
+        self.banner.hide()
+        outer.addWidget(self.banner)
 
-        top = QHBoxLayout()
-        self.open_button = QPushButton("Open model...")
-        self.model_label = QLabel("no model")
-        self.model_label.setObjectName("model_label")
-        self.threads = QSpinBox()
-        self.threads.setRange(1, max(1, available_cores()))
-        self.threads.setValue(available_cores())
-        self.placement = {}
-        self.conversion = QProgressBar()
-        self.conversion.setFormat("converting %p%")
-        self.conversion.hide()
-        top.addWidget(self.open_button)
-        top.addWidget(self.model_label, 1)
-        top.addWidget(self.conversion)
-        top.addWidget(QLabel("threads"))
-        top.addWidget(self.threads)
-        status = mode_status()
-        for stage in STAGES:
-            box = QComboBox()
-            for mode in MODES:
-                box.addItem(mode)
-                item = box.model().item(box.count() - 1)
-                item.setToolTip(status[mode].reason)
-                if not status[mode].available:
-                    item.setEnabled(False)
-            box.setToolTip(f"where the {stage.replace('_', ' ')} runs")
-            self.placement[stage] = box
-            top.addWidget(QLabel(stage.replace("_", " ")))
-            top.addWidget(box)
-        self.device_box = QComboBox()
-        top.addWidget(QLabel("output"))
-        top.addWidget(self.device_box)
-        outer.addLayout(top)
+        self.backend = BackendPanel(self.settings, self.audio.devices(), self.audio.reason)
+        outer.addWidget(self.backend)
 
         split = QSplitter(Qt.Horizontal)
+        split.setChildrenCollapsible(False)
         outer.addWidget(split, 1)
 
         left = QWidget()
         lv = QVBoxLayout(left)
-        voice = QGroupBox("Voice")
-        vf = QFormLayout(voice)
-        self.speaker = QComboBox()
-        self.language = QComboBox()
-        self.instruct = QLineEdit()
-        self.instruct.setPlaceholderText("describe the voice (VoiceDesign, 1.7B CustomVoice)")
-        self.voice_note = QLabel("")
-        self.voice_note.setWordWrap(True)
-        self.profile = QComboBox()
-        self.profile.setToolTip("voice profiles (Base models): drop reference audio on the window to add one")
-        profile_buttons = QHBoxLayout()
-        self.new_voice_button, self.rename_voice_button, self.delete_voice_button, self.preview_voice_button = (
-            QPushButton("New from audio..."), QPushButton("Rename"), QPushButton("Delete"), QPushButton("Preview"))
-        for b in (self.new_voice_button, self.rename_voice_button, self.delete_voice_button, self.preview_voice_button):
-            profile_buttons.addWidget(b)
-        vf.addRow("speaker", self.speaker)
-        vf.addRow("language", self.language)
-        vf.addRow("instruction", self.instruct)
-        vf.addRow("voice profile", self.profile)
-        vf.addRow(profile_buttons)
-        vf.addRow(self.voice_note)
-        lv.addWidget(voice)
+        lv.setContentsMargins(0, 0, 0, 0)
+        self.voice = VoicePanel(self.settings, self.voices)
+        lv.addWidget(self.voice)
         self.text = QPlainTextEdit("Hello from Kazeia, the local speech workbench.")
+        self.text.setMinimumHeight(80)
         lv.addWidget(self.text, 1)
-        sampling = QGroupBox("Sampling")
-        sf = QFormLayout(sampling)
-        self.seed = QSpinBox()
-        self.seed.setRange(0, 2 ** 31 - 1)
-        self.greedy = QCheckBox("greedy (argmax)")
-        self.temperature, self.cp_temperature = self._spin(0.9), self._spin(0.9)
-        self.top_p, self.cp_top_p = self._spin(1.0), self._spin(1.0)
-        for box in (self.top_p, self.cp_top_p):
-            box.setMaximum(1.0)
-        self.top_k, self.cp_top_k = QSpinBox(), QSpinBox()
-        for box in (self.top_k, self.cp_top_k):
-            box.setRange(0, 2048)
-            box.setValue(50)
-        self.max_frames = QSpinBox()
-        self.max_frames.setRange(0, 8191)
-        self.max_frames.setSpecialValueText("auto")
-        self.streaming_text = QCheckBox("feed text while generating")
-        self.play_live = QCheckBox("play while generating")
-        self.play_live.setChecked(True)
-        for label, w in (("seed", self.seed), ("", self.greedy), ("temperature", self.temperature), ("top-k", self.top_k),
-                         ("top-p", self.top_p), ("code predictor temperature", self.cp_temperature),
-                         ("code predictor top-k", self.cp_top_k), ("code predictor top-p", self.cp_top_p),
-                         ("max frames", self.max_frames),
-                         ("", self.streaming_text), ("", self.play_live)):
-            sf.addRow(label, w)
-        lv.addWidget(sampling)
+        self.sampling = SamplingPanel(self.settings)
+        lv.addWidget(self.sampling)
         buttons = QHBoxLayout()
         self.generate_button = QPushButton("Generate (Ctrl+Enter)")
         self.stop_button = QPushButton("Stop (Esc)")
@@ -155,114 +135,157 @@ class MainWindow(QMainWindow):
         buttons.addWidget(self.generate_button)
         buttons.addWidget(self.stop_button)
         lv.addLayout(buttons)
-        self.progress = QLabel("")
-        lv.addWidget(self.progress)
-        split.addWidget(left)
+        scroll = QScrollArea()   # everything reachable on a 768-pixel-high screen
+        scroll.setWidget(left)
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(280)
+        split.addWidget(scroll)
 
         center = QWidget()
         cv = QVBoxLayout(center)
-        self.latency = LatencyPlot()
-        self.stats = QLabel("")
-        self.stats.setObjectName("stats")
-        self.waveform = WaveformView()
-        # where each stage ran (devices, splits, CPU fallbacks): an accelerator mode never runs
-        # silently on the CPU
-        self.where = QLabel("")
-        self.where.setObjectName("where")
-        self.where.setWordWrap(True)
-        cv.addWidget(self.latency, 2)
-        cv.addWidget(self.stats)
-        cv.addWidget(self.where)
-        cv.addWidget(self.waveform, 3)
+        cv.setContentsMargins(0, 0, 0, 0)
+        self.latency = LatencyPanel()
+        self.take_view = TakeView()
+        cv.addWidget(self.latency, 1)
+        cv.addWidget(self.take_view, 1)
+        center.setMinimumWidth(300)
         split.addWidget(center)
 
-        right = QWidget()
-        rv = QVBoxLayout(right)
-        rv.addWidget(QLabel("Takes"))
-        self.take_list = QListWidget()
-        self.take_list.setSelectionMode(QListWidget.ExtendedSelection)
-        rv.addWidget(self.take_list, 1)
-        row = QHBoxLayout()
-        self.play_button, self.stop_play_button = QPushButton("Play (Space)"), QPushButton("Stop")
-        row.addWidget(self.play_button)
-        row.addWidget(self.stop_play_button)
-        rv.addLayout(row)
-        row = QHBoxLayout()
-        self.ab_button = QPushButton("A/B (B)")
-        self.ab_button.setToolTip("select two takes, then press B to switch between them while playing")
-        self.match_loudness = QCheckBox("match loudness")
-        self.match_loudness.setChecked(True)
-        row.addWidget(self.ab_button)
-        row.addWidget(self.match_loudness)
-        rv.addLayout(row)
-        self.ab_label = QLabel("")
-        self.ab_label.setWordWrap(True)
-        rv.addWidget(self.ab_label)
-        row = QHBoxLayout()
-        self.restore_button, self.rename_button, self.delete_button = (QPushButton("Restore settings"),
-                                                                       QPushButton("Rename"), QPushButton("Delete"))
-        for b in (self.restore_button, self.rename_button, self.delete_button):
-            row.addWidget(b)
-        rv.addLayout(row)
-        row = QHBoxLayout()
-        self.export_format = QComboBox()
-        self.export_format.addItems(list(FORMATS))
-        self.export_pattern = QLineEdit("{index}_{name}")
-        self.export_button = QPushButton("Export selected...")
-        row.addWidget(self.export_format)
-        row.addWidget(self.export_pattern)
-        row.addWidget(self.export_button)
-        rv.addLayout(row)
-        split.addWidget(right)
-        split.setSizes([330, 700, 330])
-        self.setAcceptDrops(True)
-        self.resize(1400, 820)
+        self.tabs = QTabWidget()
+        self.takes = TakesPanel(self.settings, self.store)
+        self.compare = ComparePanel(self.settings)
+        self.library = VoiceLibraryPanel(self.voices)
+        self.tabs.addTab(self.takes, "Takes")
+        self.tabs.addTab(self.compare, "Compare placements")
+        self.tabs.addTab(self.library, "Voices")
+        self.tabs.setMinimumWidth(300)
+        split.addWidget(self.tabs)
+        split.setStretchFactor(1, 1)
+        split.setSizes([320, 560, 420])
 
-    @staticmethod
-    def _spin(value: float) -> QDoubleSpinBox:
-        box = QDoubleSpinBox()
-        box.setRange(0.01, 5.0)
-        box.setSingleStep(0.05)
-        box.setDecimals(2)
-        box.setValue(value)
-        return box
+        self.no_output = QLabel("")
+        self.statusBar().addPermanentWidget(self.no_output)
+        if not self.backend.has_output:   # stays visible: playback is off for the whole session
+            self.no_output.setText(self.audio.reason or "no audio output: playback is off, export still works")
+            self.sampling.play_live.setChecked(False)
+            self.sampling.play_live.setEnabled(False)
+        self.setAcceptDrops(True)
+        self.resize(1280, 800)
 
     def _connect(self) -> None:
         c = self.controller
         c.loaded.connect(self._on_loaded)
+        c.applied.connect(self._on_applied)
+        c.started.connect(self._on_started)
         c.chunk_ready.connect(self._on_chunk)
         c.finished.connect(self._on_finished)
         c.failed.connect(self._on_failed)
-        c.status.connect(self.statusBar().showMessage)
+        c.status.connect(self.show_status)
         c.conversion.connect(self._on_conversion)
-        self.waveform.seek_requested.connect(self.seek)
-        self.open_button.clicked.connect(self._open_dialog)
+        c.voice_created.connect(self._on_voice_created)
+        c.preview_ready.connect(self._on_preview)
+        b = self.backend
+        b.open_requested.connect(self._open_dialog)
+        b.placement_changed.connect(self._placement_changed)
+        b.threads_changed.connect(self._threads_changed)
+        b.device_changed.connect(self.audio.set_device)
+        b.volume_changed.connect(self.audio.set_volume)
+        b.modes_button.clicked.connect(self.show_modes_help)
         self.generate_button.clicked.connect(self.generate)
         self.stop_button.clicked.connect(self.stop)
-        QShortcut(QKeySequence("Ctrl+Return"), self, self.generate)
+        self.take_view.seek_requested.connect(self.seek)
+        t = self.takes
+        t.selection_changed.connect(self._show_selected)
+        t.play_button.clicked.connect(self.toggle_play)
+        t.stop_play_button.clicked.connect(self.stop_playback)
+        t.ab_button.clicked.connect(self.start_ab)
+        t.restore_button.clicked.connect(self.restore_take)
+        t.rename_button.clicked.connect(self.rename_take)
+        t.delete_button.clicked.connect(self.delete_takes)
+        t.export_button.clicked.connect(self.export_selected)
+        self.compare.compare_requested.connect(self.compare_placements)
+        self.compare.listen_requested.connect(self.listen_comparison)
+        lib = self.library
+        lib.new_requested.connect(self._new_voice_dialog)
+        lib.rename_requested.connect(self.rename_voice)
+        lib.delete_requested.connect(self.delete_voice)
+        lib.preview_requested.connect(self.preview_voice)
+        self._text_save = QTimer(self)   # the text is saved a second after typing stops
+        self._text_save.setSingleShot(True)
+        self._text_save.setInterval(1000)
+        self._text_save.timeout.connect(lambda: self.settings.setValue("text/current", self.text.toPlainText()))
+        self.text.textChanged.connect(self._text_save.start)
+        QShortcut(QKeySequence(Qt.Key_Space), self.takes.table, self.toggle_play)
+        QShortcut(QKeySequence("B"), self, self.switch_ab)
         QShortcut(QKeySequence("Ctrl+Enter"), self, self.generate)
         QShortcut(QKeySequence(Qt.Key_Escape), self, self.stop)
-        QShortcut(QKeySequence(Qt.Key_Space), self.take_list, self.toggle_play)
-        QShortcut(QKeySequence("B"), self, self.switch_ab)
-        self.play_button.clicked.connect(self.toggle_play)
-        self.stop_play_button.clicked.connect(self.stop_playback)
-        self.ab_button.clicked.connect(self.start_ab)
-        self.restore_button.clicked.connect(self.restore_take)
-        self.rename_button.clicked.connect(self.rename_take)
-        self.delete_button.clicked.connect(self.delete_take)
-        self.export_button.clicked.connect(self.export_selected)
-        self.new_voice_button.clicked.connect(self._new_voice_dialog)
-        self.rename_voice_button.clicked.connect(self.rename_voice)
-        self.delete_voice_button.clicked.connect(self.delete_voice)
-        self.preview_voice_button.clicked.connect(self.preview_voice)
-        self.take_list.currentItemChanged.connect(self._show_selected)
-        for box in self.placement.values():
-            box.currentTextChanged.connect(self._placement_changed)
-        self.greedy.toggled.connect(lambda on: [w.setEnabled(not on) for w in (self.temperature, self.top_k, self.top_p,
-                                                                               self.cp_temperature, self.cp_top_k,
-                                                                               self.cp_top_p)])
-        self.device_box.currentIndexChanged.connect(self._device_changed)
-        self._fill_devices()
+
+    def _menus(self) -> None:
+        bar = self.menuBar()
+
+        def add(menu, text, slot, shortcut=None):
+            action = QAction(text, self)
+            if shortcut:
+                action.setShortcut(QKeySequence(shortcut))
+            action.triggered.connect(slot)
+            menu.addAction(action)
+            return action
+        m = bar.addMenu("&File")
+        add(m, "Open model...", self._open_dialog, "Ctrl+O")
+        add(m, "Open the demo model", lambda: self.load_model(None))
+        add(m, "Export selected takes...", self.export_selected, "Ctrl+E")
+        m.addSeparator()
+        add(m, "Quit", self.close, "Ctrl+Q")
+        m = bar.addMenu("&Takes")
+        add(m, "Generate", self.generate, "Ctrl+Return")
+        add(m, "Stop", self.stop)
+        add(m, "Play / stop selected", self.toggle_play)
+        add(m, "A/B the two selected", self.start_ab)
+        add(m, "Compare placements", self.compare_current, "Ctrl+K")
+        add(m, "Restore settings from take", self.restore_take)
+        add(m, "Rename take...", self.rename_take)
+        add(m, "Delete selected takes...", self.delete_takes, "Del")
+        m = bar.addMenu("&Voices")
+        add(m, "New voice from audio...", self._new_voice_dialog)
+        add(m, "Show the voice library", lambda: self.tabs.setCurrentWidget(self.library))
+        m = bar.addMenu("&Help")
+        add(m, "Shortcuts", self.show_shortcuts, "F1")
+        add(m, "What the placement modes mean", self.show_modes_help)
+        add(m, "Messages", self.show_messages)
+
+    # ---- messages ----------------------------------------------------------------------------
+    def show_status(self, message: str, timeout_ms: int = 0) -> None:
+        self.messages.append(f"{time.strftime('%H:%M:%S')}  {message}")
+        logging.info(message)
+        self.statusBar().showMessage(message, timeout_ms)
+
+    def show_error(self, message: str) -> None:
+        """A visible banner until the next success; the status bar keeps the history."""
+        self.banner_text.setText(message)
+        self.banner.show()
+        self.show_status(f"error: {message}")
+
+    def clear_error(self) -> None:
+        self.banner.hide()
+        self.banner_text.setText("")
+
+    def _info_box(self, title: str, text: str) -> None:
+        box = QMessageBox(QMessageBox.Information, title, text, QMessageBox.Close, self)
+        box.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        box.open()
+
+    def show_shortcuts(self) -> None:
+        self._info_box("Shortcuts", "\n".join(f"{key:<12} {what}" for key, what in SHORTCUTS))
+
+    def show_modes_help(self) -> None:
+        self._info_box("What the placement modes mean", modes_help())
+
+    def show_messages(self) -> None:
+        self._info_box("Messages", "\n".join(self.messages[-40:]) or "no messages yet")
+
+    def confirm(self, title: str, question: str) -> bool:
+        return QMessageBox.question(self, title, question) == QMessageBox.Yes
 
     # ---- model -------------------------------------------------------------------------------
     def _open_dialog(self) -> None:
@@ -270,58 +293,394 @@ class MainWindow(QMainWindow):
         if not path:
             path = QFileDialog.getExistingDirectory(self, "Or a Hugging Face checkpoint folder")
         if path:
-            self.load_model(path)
+            self.open_path(path)
 
-    def load_model(self, path: str | None) -> None:
+    def open_path(self, path: str) -> None:
+        """A GGUF file, or a Hugging Face folder (asks which weight type to convert it to)."""
+        out_type = "q8_0"
+        if Path(path).is_dir():
+            types = ["q8_0", *[t for t in FILE_TYPES if t != "q8_0"]]
+            out_type, ok = QInputDialog.getItem(self, "Convert the checkpoint", "weight type (converted once, "
+                                                "then cached):\n" + CONVERT_TYPES_NOTE, types, 0, False)
+            if not ok:
+                return
+        self.load_model(path, out_type)
+
+    def load_model(self, path: str | None, out_type: str = "q8_0") -> None:
         self.generate_button.setEnabled(False)
-        self.controller.load_model(path, self.threads.value(), self.current_placement())
+        self.controller.load_model(path, self.backend.threads.value(), self.backend.current_placement(), out_type)
 
     def _on_conversion(self, done: int, total: int) -> None:
-        self.conversion.setVisible(done < total)
-        self.conversion.setRange(0, max(total, 1))
-        self.conversion.setValue(done)
+        bar = self.backend.conversion
+        bar.setVisible(done < total)
+        bar.setRange(0, max(total, 1))
+        bar.setValue(done)
 
     def _on_loaded(self, info) -> None:
-        self.conversion.hide()
+        self.backend.conversion.hide()
+        self.clear_error()
         self.info = info
         self.settings.setValue("model/last", str(info.path))
-        label = f"{info.path.name}: {info.variant}, {info.size}, {info.file_type}"
-        if info.random_weights:
-            label += "   [RANDOM WEIGHTS: produces noise]"
-        self.model_label.setText(label)
-        self.speaker.clear()
-        self.speaker.addItems([s.name for s in info.speakers])
-        self.speaker.setEnabled(bool(info.speakers))
-        current_language = self.settings.value("voice/language", "auto")
-        self.language.clear()
-        self.language.addItems(["auto", *info.languages])
-        self.language.setCurrentText(current_language)
-        spk = self.settings.value("voice/speaker")
-        if spk in [s.name for s in info.speakers]:
-            self.speaker.setCurrentText(spk)
-        wants_instruct = info.variant == "voice_design" or (info.variant == "custom_voice" and info.size != "0b6")
-        self.instruct.setEnabled(wants_instruct)
-        base = info.variant == "base"
-        for w in (self.profile, self.new_voice_button, self.rename_voice_button, self.delete_voice_button,
-                  self.preview_voice_button):
-            w.setEnabled(base)
-        self._refresh_voices()
-        self.voice_note.setText("Base models speak with a cloned voice: pick a profile or make one from reference "
-                                "audio (a file, or drop it on the window)." if base else "")
-        self.streaming_text.setChecked(base)
+        self.backend.show_model(info)
+        self.voice.set_model(info)
+        self.sampling.set_model(info)
+        self.library.set_enabled_for(info)
+        if info.variant == "base":
+            self.sampling.streaming_text.setChecked(True)
+        self.takes.set_model_path(str(info.path))
         self.generate_button.setEnabled(True)
-        self.statusBar().showMessage(f"loaded {info.path.name}", 5000)
+        self.show_status(f"loaded {info.path.name}", 5000)
 
-    def current_placement(self) -> dict:
-        return {stage: box.currentText() for stage, box in self.placement.items()}
+    def _placement_changed(self, placement: dict) -> None:
+        self.controller.apply(placement=placement)
+        self.show_status("placement applies to the next take" if self.controller.busy else
+                         "placement set", 4000)
 
-    def _placement_changed(self) -> None:
+    def _threads_changed(self, threads: int) -> None:
+        self.controller.apply(threads=threads)
+        self.show_status(f"{threads} threads from the next take", 4000)
+
+    def _on_applied(self, ran) -> None:
+        self.applied = ran   # what the engine has now (tests and the title bar read it)
+
+    # ---- generation --------------------------------------------------------------------------
+    def job(self) -> dict:
+        """The request for a take from the panels (raises ValueError with a message for the banner)."""
+        voice = self.voice.request()
+        profile = voice.pop("voice_profile")
+        return {"text": self.text.toPlainText(), **voice,
+                "voice_profile": str(self.voices.path(profile)) if profile else None,
+                "voice_profile_name": profile, "streaming_text": self.sampling.streaming_text.isChecked(),
+                "sampling": self.sampling.params(self.info), "placement": self.backend.current_placement(),
+                "threads": self.backend.threads.value()}
+
+    def generate(self, job: dict | None = None, tag: dict | None = None) -> bool:
+        if self.info is None:
+            return False
+        if self.controller.busy:
+            self.show_status("a take is running: stop it first (Esc)", 4000)
+            return False
         try:
-            self.controller.set_placement(self.current_placement())
-            self.statusBar().showMessage("placement applies to the next take", 4000)
+            job = dict(job or self.job())
         except ValueError as e:
-            self._on_failed(str(e))
+            self.show_error(str(e))
+            return False
+        self._job = dict(job)
+        profile_name = job.pop("voice_profile_name", None)
+        sampling = job["sampling"]
+        recorded = {k: job[k] for k in ("speaker", "language", "instruct", "streaming_text")}
+        recorded["voice_profile"] = profile_name
+        self.live = Take(id=TakeStore.new_id(), created=time.time(), text=job["text"], model=str(self.info.path),
+                         request=recorded, sampling=asdict(sampling), placement=dict(job["placement"]),
+                         threads=job["threads"], timings={}, stop_reason="", sample_rate=self.info.sample_rate)
+        self.live_ran = None
+        self._live_timings = None
+        self.stop_playback()
+        self._live_playback = self.sampling.play_live.isChecked() and self.backend.has_output
+        if self._live_playback:
+            try:
+                frames = sampling.max_frames or 8191
+                self.audio.begin_stream(frames * self.info.hparams["decoder"]["samples_per_frame"])
+            except Exception as e:
+                self._live_playback = False
+                self.show_status(f"live playback off: {e}", 5000)
+        if not self.controller.generate({**job, "tag": tag or {}}):
+            self.live = None
+            return False
+        self.take_view.clear(self.info.sample_rate)
+        self.generate_button.setEnabled(False)
+        self.stop_button.setEnabled(True)
+        self.latency.title.setText("starting ...")
+        return True
 
+    def stop(self) -> None:
+        if self.controller.busy:
+            self._compare = None   # a stopped comparison does not go on to B
+            self.controller.cancel()
+        else:
+            self.stop_playback()
+
+    def _on_started(self, ran) -> None:
+        self.live_ran = ran
+        if self.live is not None:   # the take records what runs, not what the combo boxes say
+            self.live.placement, self.live.threads = dict(ran.placement), ran.threads
+
+    def _on_chunk(self, chunk) -> None:
+        """Per chunk only copies; drawing waits for the display timer."""
+        if self._live_playback:
+            self.audio.append(chunk.audio)
+        self.take_view.append(chunk.audio)
+        self._live_timings = chunk.timings
+        self._dirty = True
+
+    def _display_tick(self) -> None:
+        self._ticks += 1
+        if self._live_timings is not None and self.live is not None:
+            if self._ticks % 2 == 0 and self._dirty:
+                self._dirty = False
+                self.latency.show_live(self._live_timings, time.perf_counter() - self.controller.started_at)
+            elif self._ticks % 2 == 1:
+                self.take_view.flush()
+        if self.audio.playing:
+            self.take_view.set_playhead(self.audio.position)
+            self.backend.meter.show_level(self.audio.meter()[0], self.audio.level.limited_db)
+        elif self.backend.meter.value() > -60:
+            self.backend.meter.show_level(-90.0, 0.0)
+
+    def _on_finished(self, result, ran) -> None:
+        self.generate_button.setEnabled(True)
+        self.stop_button.setEnabled(False)
+        self._dirty = False
+        if self._live_playback:
+            self.audio.end_stream()
+        take, self.live = self.live, None
+        if take is None:
+            return
+        t = result.timings
+        take.placement, take.threads, take.peak_memory_mb = dict(ran.placement), ran.threads, round(ran.peak_memory_mb, 1)
+        take.audio = result.audio
+        take.stop_reason = result.stop_reason
+        take.where = stage_lines(result.placement_report)
+        take.timings = {"prefill_ms": t.prefill_ms, "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "frames": t.frames,
+                        "frame_seconds": t.frame_seconds, "talker_ms": t.mean_ms("talker"),
+                        "code_predictor_ms": t.mean_ms("code_predictor"), "decoder_ms": t.mean_ms("decoder")}
+        take.frame_ms = {s: [round(v, 3) for v in getattr(t, f"{s}_ms")] for s in ("talker", "code_predictor",
+                                                                                    "decoder")}
+        self.clear_error()
+        self.take_view.flush(final=True)
+        self.take_view.shown = take.id   # (selecting it next does not draw it again)
+        if t.frames:
+            try:
+                self.store.add(take)
+            except OSError as e:
+                self.show_error(f"could not save the take: {e}")
+            self.takes.refresh(select=take)
+        self.latency.show_take(take)
+        self.latency.show_where(take.where, silent_cpu_stages(result.placement_report))
+        self.show_status(f"done: {t.frames} frames, stopped by {result.stop_reason}", 5000)
+        if ran.tag.get("compare"):
+            self._compare_step(take, result, ran.tag)
+
+    def _on_failed(self, kind: str, message: str) -> None:
+        if kind == "take":
+            self.generate_button.setEnabled(self.info is not None)
+            self.stop_button.setEnabled(False)
+            self.audio.stop()
+            self.live = None
+            self._compare = None
+            self.latency.title.setText("")
+        self.show_error(message)
+
+    # ---- placement comparison ----------------------------------------------------------------
+    def compare_current(self) -> None:
+        self.compare_placements(self.compare.placement("A"), self.compare.placement("B"))
+
+    def compare_placements(self, a: dict, b: dict) -> bool:
+        """Renders the current request on placement A, then on B (same text, voice and seed)."""
+        if self.info is None or self.controller.busy:
+            return False
+        try:
+            job = self.job()
+        except ValueError as e:
+            self.show_error(str(e))
+            return False
+        group = uuid.uuid4().hex[:8]
+        self._compare = {"group": group, "job": job, "b": b, "a_take": None, "a_result": None}
+        self.tabs.setCurrentWidget(self.compare)
+        self.compare.show_progress("rendering A ...")
+        return self.generate({**job, "placement": a}, tag={"compare": group, "side": "A"})
+
+    def _compare_step(self, take: Take, result, tag: dict) -> None:
+        c = self._compare
+        if c is None or c["group"] != tag["compare"]:
+            return
+        take.comparison = {"group": c["group"], "side": tag["side"]}
+        if tag["side"] == "A":
+            c["a_take"], c["a_result"] = take, result
+            self.compare.show_progress("rendering B ...")
+            self.generate({**c["job"], "placement": c["b"]}, tag={"compare": c["group"], "side": "B"})
+            return
+        a = c["a_take"]
+        difference = compare_results(c["a_result"], result)
+        take.comparison.update(other=a.id, difference=difference)
+        a.comparison.update(other=take.id)
+        self.store.save()
+        self._compare = None
+        self.ab_pair = (a, take)
+        self.compare.show_pair(a, take)
+        self.show_status(f"compared: {difference_text(difference)}", 8000)
+
+    def listen_comparison(self) -> None:
+        if self.ab_pair is not None:
+            self._play_ab(*self.ab_pair)
+
+    # ---- takes -------------------------------------------------------------------------------
+    def _show_selected(self, take) -> None:
+        self.takes.show_details(take)
+        if take is None or self.live is not None:   # a running take keeps the live view
+            return
+        if self.take_view.shown != take.id:
+            self.take_view.show_audio(self.store.audio(take), take.sample_rate)
+            self.take_view.shown = take.id
+        self.latency.show_take(take)
+
+    def toggle_play(self) -> None:
+        if self.audio.playing:
+            self.stop_playback()
+            return
+        take = self.takes.current()
+        if take is not None:
+            self.play_take(take)
+
+    def play_take(self, take: Take, start: int = 0, gain: float = 1.0) -> None:
+        if not self.backend.has_output or not self.audio.available:
+            self.show_status(self.audio.reason or "no audio output", 5000)
+            return
+        try:
+            self.audio.play(self.store.audio(take) * np.float32(gain), start=start)
+            self.playing = take
+        except Exception as e:
+            self.show_error(f"playback failed: {e}")
+
+    def seek(self, seconds: float) -> None:
+        """Click on the waveform: play the shown take from there."""
+        take = self.takes.current()
+        if take is not None:
+            self.play_take(take, start=int(seconds * take.sample_rate))
+
+    def stop_playback(self) -> None:
+        self.audio.stop()
+        self.playing = None
+
+    def start_ab(self) -> None:
+        takes = self.takes.selected()
+        if len(takes) != 2:
+            self.show_status("select exactly two takes for A/B", 4000)
+            return
+        self._play_ab(*takes)
+
+    def _play_ab(self, a: Take, b: Take) -> None:
+        self.ab_pair = (a, b)
+        self.takes.ab_label.setText(f"A: {a.label} ({a.voice}, seed {a.sampling.get('seed')})\n"
+                                    f"B: {b.label} ({b.voice}, seed {b.sampling.get('seed')})\nB switches.")
+        self.play_take(a, gain=self._gain(a))
+
+    def switch_ab(self) -> None:
+        """Switches between A and B at the same position."""
+        if self.ab_pair is None:
+            return
+        a, b = self.ab_pair
+        other = b if self.playing is a else a
+        self.play_take(other, start=self.audio.position, gain=self._gain(other))
+
+    def _gain(self, take: Take) -> float:
+        if not self.takes.match_loudness.isChecked() or self.ab_pair is None:
+            return 1.0
+        return matched_gain(self.store.audio(take), take.sample_rate)
+
+    def restore_take(self) -> None:
+        take = self.takes.current()
+        if take is None:
+            return
+        self.text.setPlainText(take.text)
+        self.voice.restore_request(take.request)
+        self.sampling.streaming_text.setChecked(bool(take.request.get("streaming_text")))
+        self.sampling.restore_params(take.sampling)
+        self.backend.set_placement(take.placement)
+        self.show_status(f"settings restored from {take.label}", 4000)
+
+    def rename_take(self) -> None:
+        take = self.takes.current()
+        if take is None:
+            return
+        name, ok = QInputDialog.getText(self, "Rename take", "name", text=take.name)
+        if ok:
+            self.store.rename(take, name)
+            self.takes.refresh(select=take)
+
+    def delete_takes(self) -> None:
+        takes = self.takes.selected()
+        if not takes or not self.confirm("Delete takes", f"Delete {len(takes)} take(s) and their audio?"):
+            return
+        for take in takes:
+            if self.playing is take:
+                self.stop_playback()
+            self.store.delete(take)
+        self.takes.refresh()
+
+    def export_selected(self, folder: str | None = None) -> list[Path]:
+        takes = self.takes.selected()
+        if not takes:
+            self.show_status("select takes to export", 4000)
+            return []
+        folder = folder or QFileDialog.getExistingDirectory(self, "Export to folder")
+        if not folder:
+            return []
+        try:
+            paths = export_takes([(t, self.store.audio(t)) for t in takes], Path(folder),
+                                 self.takes.export_pattern.text(), self.takes.export_format.currentText())
+        except (OSError, KeyError, ValueError, IndexError) as e:
+            self.show_error(f"export failed: {e}")
+            return []
+        self.show_status(f"exported {len(paths)} take(s) to {folder}", 5000)
+        return paths
+
+    # ---- voice library -----------------------------------------------------------------------
+    def _new_voice_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Reference audio", "", "Audio (*.wav *.flac *.ogg *.mp3 *.aiff)")
+        if path:
+            text, ok = QInputDialog.getText(self, "Transcript", "what the reference says (optional: enables "
+                                                                "in-context cloning)")
+            self.add_voice(path, transcript=text if ok else None)
+
+    def add_voice(self, audio_path: str, name: str | None = None, transcript: str | None = None) -> str | None:
+        """Creates a profile on the engine's worker; voice_created or failed follows."""
+        if self.info is None or self.info.variant != "base":
+            self.show_error("voice profiles need a Base model")
+            return None
+        name = self.voices.free_name(name or Path(audio_path).stem)
+        self.show_status(f"making voice profile {name} ...")
+        self.controller.create_voice(name, audio_path, transcript, self.voices.path(name))
+        return name
+
+    def _on_voice_created(self, name: str) -> None:
+        self.clear_error()
+        self.voice.refresh_profiles(select=name)
+        self.library.refresh(select=name)
+        self.show_status(f"voice profile {name} created", 4000)
+
+    def rename_voice(self, name: str) -> None:
+        new, ok = QInputDialog.getText(self, "Rename voice", "name", text=name)
+        if ok:
+            try:
+                new = self.voices.rename(name, new)
+            except ValueError as e:
+                self.show_error(str(e))
+                return
+            self.voice.refresh_profiles(select=new)
+            self.library.refresh(select=new)
+
+    def delete_voice(self, name: str) -> None:
+        if self.confirm("Delete voice", f"Delete the voice profile {name!r}? Takes made with it are kept."):
+            self.voices.delete(name)
+            self.voice.refresh_profiles()
+            self.library.refresh()
+
+    def preview_voice(self, name: str) -> None:
+        """A short fixed sentence with the profile, played and not kept."""
+        if self.info is None or self.info.variant != "base":
+            self.show_error("load a Base model to preview voice profiles")
+            return
+        self.show_status(f"previewing {name} ...")
+        self.controller.preview(self.voices.path(name), self.voice.language.currentText())
+
+    def _on_preview(self, audio) -> None:
+        self.last_preview = audio
+        if self.backend.has_output and self.audio.available:
+            self.audio.play(audio)
+        self.show_status(f"preview: {len(audio) / self.info.sample_rate:.1f} s", 4000)
+
+    # ---- drag and drop -----------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
@@ -334,383 +693,14 @@ class MainWindow(QMainWindow):
         if Path(path).suffix.lower() in AUDIO_SUFFIXES:
             self.add_voice(path)
         else:
-            self.load_model(path)
+            self.open_path(path)
 
-    # ---- voice library (Base models) -------------------------------------------------------------
-    def _refresh_voices(self, select: str | None = None) -> None:
-        self.profile.clear()
-        self.profile.addItems(self.voices.names())
-        if select:
-            self.profile.setCurrentText(select)
-
-    def _new_voice_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Reference audio", "", "Audio (*.wav *.flac *.ogg *.mp3 *.aiff)")
-        if path:
-            text, ok = QInputDialog.getText(self, "Transcript", "what the reference says (optional: enables "
-                                                                "in-context cloning)")
-            self.add_voice(path, transcript=text if ok else None)
-
-    def add_voice(self, audio_path: str, name: str | None = None, transcript: str | None = None) -> str | None:
-        if self.controller.engine is None or self.info.variant != "base":
-            self._on_failed("voice profiles need a Base model")
-            return None
-        try:
-            created = self.voices.create(name or Path(audio_path).stem, self.controller.engine.model, audio_path,
-                                         text=transcript)
-        except ValueError as e:
-            self._on_failed(str(e))
-            return None
-        self._refresh_voices(select=created)
-        self.statusBar().showMessage(f"voice profile {created} created", 4000)
-        return created
-
-    def rename_voice(self) -> None:
-        name = self.profile.currentText()
-        if not name:
-            return
-        new, ok = QInputDialog.getText(self, "Rename voice", "name", text=name)
-        if ok:
-            try:
-                self._refresh_voices(select=self.voices.rename(name, new))
-            except ValueError as e:
-                self._on_failed(str(e))
-
-    def delete_voice(self) -> None:
-        if self.profile.currentText():
-            self.voices.delete(self.profile.currentText())
-            self._refresh_voices()
-
-    def preview_voice(self) -> None:
-        self.text.setPlainText(self.text.toPlainText() or "This is how I sound.")
-        self.generate()
-
-    # ---- generation --------------------------------------------------------------------------
-    def sampling(self) -> SamplingParams:
-        s = SamplingParams.from_model(self.info, seed=self.seed.value(), temperature=self.temperature.value(),
-                                      top_k=self.top_k.value(), top_p=self.top_p.value(),
-                                      cp_temperature=self.cp_temperature.value(), cp_top_k=self.cp_top_k.value(),
-                                      cp_top_p=self.cp_top_p.value(),
-                                      max_frames=self.max_frames.value() or None)
-        return s.greedy() if self.greedy.isChecked() else s
-
-    def request(self) -> dict:
-        voice = None
-        if self.info is not None and self.info.variant == "base":
-            if not self.profile.currentText():
-                raise ValueError("pick or create a voice profile for this Base model")
-            voice = self.voices.load(self.profile.currentText(), self.controller.engine.model)
-        return {"text": self.text.toPlainText(), "speaker": self.speaker.currentText() or None,
-                "language": self.language.currentText() or "auto",
-                "instruct": self.instruct.text() if self.instruct.isEnabled() and self.instruct.text() else None,
-                "voice": voice, "streaming_text": self.streaming_text.isChecked()}
-
-    def generate(self) -> None:
-        if self.info is None or self.controller.busy:
-            return
-        try:
-            request = self.request()
-        except ValueError as e:
-            self._on_failed(str(e))
-            return
-        sampling = self.sampling()
-        recorded = {k: v for k, v in request.items() if k not in ("text", "voice")}
-        recorded["voice_profile"] = self.profile.currentText() if request["voice"] is not None else None
-        self.live = Take(id=TakeStore.new_id(), created=time.time(), text=request["text"], model=str(self.info.path),
-                         request=recorded, sampling=asdict(sampling),
-                         placement=self.current_placement(), threads=self.threads.value(), timings={},
-                         stop_reason="", sample_rate=self.info.sample_rate)
-        self.live_audio = []
-        self.stop_playback()
-        self._live_playback = self.play_live.isChecked() and self.audio.available
-        if self._live_playback:
-            try:
-                frames = sampling.max_frames or 8191
-                self.audio.begin_stream(frames * 1920)
-            except Exception as e:
-                self._live_playback = False
-                self.statusBar().showMessage(str(e), 5000)
-        if not self.controller.generate({**request, "sampling": sampling}):
-            return
-        self.generate_button.setEnabled(False)
-        self.stop_button.setEnabled(True)
-        self.progress.setText("starting ...")
-
-    def stop(self) -> None:
-        if self.controller.busy:
-            self.controller.cancel()
-        else:
-            self.stop_playback()
-
-    def _on_chunk(self, chunk) -> None:
-        self.live_audio.append(chunk.audio)
-        if self._live_playback:
-            self.audio.append(chunk.audio)
-        t = chunk.timings
-        elapsed = time.perf_counter() - self.controller.started_at
-        self.progress.setText(f"{t.frames} frames ({t.audio_seconds:.2f} s of audio) in {elapsed:.1f} s")
-        # chunks come every few frames (the streaming decoder's launches): redraw the bars on each,
-        # the waveform and spectrogram (whole take so far) at most twice a second
-        self.latency.show_timings(t.talker_ms, t.code_predictor_ms, t.decoder_ms)
-        self._show_stats(t)
-        if chunk.first_frame == 0 or time.perf_counter() - self._waveform_drawn_at >= 0.5:
-            self.waveform.show_audio(np.concatenate(self.live_audio), self.info.sample_rate)
-            self._waveform_drawn_at = time.perf_counter()
-
-    def _show_stats(self, t) -> None:
-        import resource
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        prefill = f"{t.prefill_ms:.0f} ms" if t.prefill_ms else "..."   # known once generation ends
-        self.stats.setText(f"prefill {prefill} | TTFA {t.ttfa_ms:.0f} ms | RTF {t.rtf:.2f} | per frame: "
-                           f"talker {t.mean_ms('talker'):.1f}, code predictor {t.mean_ms('code_predictor'):.1f}, "
-                           f"decoder {t.mean_ms('decoder'):.1f} ms | peak memory {peak:.0f} MB")
-
-    def _on_finished(self, result) -> None:
-        self.generate_button.setEnabled(True)
-        self.stop_button.setEnabled(False)
-        if self._live_playback:
-            self.audio.end_stream()
-        t = result.timings
-        self.latency.show_timings(t.talker_ms, t.code_predictor_ms, t.decoder_ms)
-        self._show_stats(t)
-        self.progress.setText(f"done: {t.frames} frames, stopped by {result.stop_reason}")
-        take = self.live
-        take.audio = result.audio
-        take.stop_reason = result.stop_reason
-        take.where = stage_lines(result.placement_report)
-        self._show_where(take.where, silent_cpu_stages(result.placement_report))
-        take.timings = {"prefill_ms": t.prefill_ms, "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "frames": t.frames,
-                        "talker_ms": t.mean_ms("talker"), "code_predictor_ms": t.mean_ms("code_predictor"),
-                        "decoder_ms": t.mean_ms("decoder")}
-        if t.frames:
-            try:
-                self.store.add(take)
-            except OSError as e:
-                self._on_failed(f"could not save the take: {e}")
-            self._refresh_takes(select=take)
-        self.live = None
-
-    def _on_failed(self, message: str) -> None:
-        self.generate_button.setEnabled(self.info is not None)
-        self.stop_button.setEnabled(False)
-        self.audio.stop()
-        self.progress.setText("")
-        self.statusBar().showMessage(f"error: {message}")
-
-    # ---- takes -------------------------------------------------------------------------------
-    def _refresh_takes(self, select: Take | None = None) -> None:
-        self.take_list.clear()
-        for take in reversed(self.store.takes):
-            item = QListWidgetItem(take.label)
-            item.setData(Qt.UserRole, take.id)
-            item.setToolTip(f"{take.request} seed {take.sampling.get('seed')} | {take.placement} | {take.timings}")
-            self.take_list.addItem(item)
-            if select is not None and take.id == select.id:
-                self.take_list.setCurrentItem(item)
-
-    def _take_of(self, item) -> Take | None:
-        if item is None:
-            return None
-        tid = item.data(Qt.UserRole)
-        return next((t for t in self.store.takes if t.id == tid), None)
-
-    def selected_takes(self) -> list[Take]:
-        return [t for t in (self._take_of(i) for i in self.take_list.selectedItems()) if t is not None]
-
-    def _show_selected(self, item, _previous=None) -> None:
-        take = self._take_of(item)
-        if take is not None:
-            self.waveform.show_audio(self.store.audio(take), take.sample_rate)
-            self._show_take_timings(take)
-
-    def _show_where(self, where: dict, problems: list[str]) -> None:
-        text = "\n".join(f"{stage.replace('_', ' ')} on {line}" for stage, line in where.items())
-        if problems:   # a stage scheduled onto the accelerator ran ops on the CPU
-            text = "NOT ALL ON THE ACCELERATOR: " + "; ".join(problems) + "\n" + text
-        self.where.setStyleSheet("color: #b00020;" if problems else "")
-        self.where.setText(text)
-
-    def _show_take_timings(self, take: Take) -> None:
-        self._show_where(take.where, [f"{s}: {line}" for s, line in take.where.items() if "fall" in line])
-        t = take.timings
-        self.stats.setText(f"{take.label}: {t.get('frames', 0)} frames, TTFA {t.get('ttfa_ms', 0):.0f} ms, "
-                           f"RTF {t.get('rtf', 0):.2f}, talker {t.get('talker_ms', 0):.1f} / code predictor "
-                           f"{t.get('code_predictor_ms', 0):.1f} / decoder {t.get('decoder_ms', 0):.1f} ms per frame "
-                           f"on {take.placement}")
-
-    def toggle_play(self) -> None:
-        if self.audio.playing:
-            self.stop_playback()
-            return
-        take = self._take_of(self.take_list.currentItem())
-        if take is not None:
-            self.play_take(take)
-
-    def play_take(self, take: Take, start: int = 0, gain: float = 1.0) -> None:
-        if not self.audio.available:
-            self.statusBar().showMessage(self.audio.reason, 5000)
-            return
-        try:
-            self.audio.play(self.store.audio(take) * np.float32(gain), start=start)
-            self.playing = take
-        except Exception as e:
-            self.statusBar().showMessage(f"playback failed: {e}", 5000)
-
-    def seek(self, seconds: float) -> None:
-        """Click on the waveform: play the shown take from there."""
-        take = self._take_of(self.take_list.currentItem())
-        if take is not None:
-            self.play_take(take, start=int(seconds * take.sample_rate))
-
-    def stop_playback(self) -> None:
-        self.audio.stop()
-        self.playing = None
-
-    def start_ab(self) -> None:
-        takes = self.selected_takes()
-        if len(takes) != 2:
-            self.statusBar().showMessage("select exactly two takes for A/B", 4000)
-            return
-        self.ab_pair = (takes[0], takes[1])
-        a, b = takes
-        self.ab_label.setText(f"A: {a.label}\nB: {b.label}\nA {a.timings.get('talker_ms', 0):.1f}/"
-                              f"{a.timings.get('code_predictor_ms', 0):.1f}/{a.timings.get('decoder_ms', 0):.1f} ms on "
-                              f"{a.placement.get('code_predictor')} vs B {b.timings.get('talker_ms', 0):.1f}/"
-                              f"{b.timings.get('code_predictor_ms', 0):.1f}/{b.timings.get('decoder_ms', 0):.1f} ms on "
-                              f"{b.placement.get('code_predictor')} (talker/code predictor/decoder)")
-        self.play_take(a, gain=self._gain(a))
-
-    def switch_ab(self) -> None:
-        """Switches between A and B at the same position."""
-        if self.ab_pair is None:
-            return
-        a, b = self.ab_pair
-        other = b if self.playing is a else a
-        position = self.audio.position
-        self.play_take(other, start=position, gain=self._gain(other))
-
-    def _gain(self, take: Take) -> float:
-        if not self.match_loudness.isChecked() or self.ab_pair is None:
-            return 1.0
-        return matched_gain(self.store.audio(take), take.sample_rate)
-
-    def restore_take(self) -> None:
-        take = self._take_of(self.take_list.currentItem())
-        if take is None:
-            return
-        self.text.setPlainText(take.text)
-        r, s = take.request, take.sampling
-        if r.get("speaker"):
-            self.speaker.setCurrentText(r["speaker"])
-        if r.get("voice_profile"):
-            self.profile.setCurrentText(r["voice_profile"])
-        self.language.setCurrentText(r.get("language") or "auto")
-        self.instruct.setText(r.get("instruct") or "")
-        self.streaming_text.setChecked(bool(r.get("streaming_text")))
-        self.seed.setValue(int(s.get("seed", 0)))
-        self.greedy.setChecked(not s.get("do_sample", True))
-        self.temperature.setValue(s.get("temperature", 0.9))
-        self.top_k.setValue(s.get("top_k", 50))
-        self.top_p.setValue(s.get("top_p", 1.0))
-        self.cp_temperature.setValue(s.get("cp_temperature", 0.9))
-        self.cp_top_k.setValue(s.get("cp_top_k", 50))
-        self.cp_top_p.setValue(s.get("cp_top_p", 1.0))
-        self.max_frames.setValue(s.get("max_frames") or 0)
-        for stage, mode in take.placement.items():
-            if stage in self.placement:
-                self.placement[stage].setCurrentText(mode)
-        self.statusBar().showMessage(f"settings restored from {take.label}", 4000)
-
-    def rename_take(self) -> None:
-        take = self._take_of(self.take_list.currentItem())
-        if take is None:
-            return
-        name, ok = QInputDialog.getText(self, "Rename take", "name", text=take.name)
-        if ok:
-            self.store.rename(take, name)
-            self._refresh_takes(select=take)
-
-    def delete_take(self) -> None:
-        for take in self.selected_takes():
-            if self.playing is take:
-                self.stop_playback()
-            self.store.delete(take)
-        self._refresh_takes()
-
-    def export_selected(self, folder: str | None = None) -> list[Path]:
-        takes = self.selected_takes()
-        if not takes:
-            self.statusBar().showMessage("select takes to export", 4000)
-            return []
-        folder = folder or QFileDialog.getExistingDirectory(self, "Export to folder")
-        if not folder:
-            return []
-        try:
-            paths = export_takes([(t, self.store.audio(t)) for t in takes], Path(folder), self.export_pattern.text(),
-                                 self.export_format.currentText())
-        except (OSError, KeyError, ValueError, IndexError) as e:
-            self._on_failed(f"export failed: {e}")
-            return []
-        self.statusBar().showMessage(f"exported {len(paths)} take(s) to {folder}", 5000)
-        return paths
-
-    # ---- audio devices, playhead ---------------------------------------------------------------
-    def _fill_devices(self) -> None:
-        self.device_box.blockSignals(True)
-        self.device_box.clear()
-        devices = self.audio.devices()
-        if not devices:
-            self.device_box.addItem("no audio output")
-            self.device_box.setEnabled(False)
-            self.device_box.setToolTip(self.audio.reason or "no output device")
-            self.play_live.setChecked(False)
-            self.play_live.setEnabled(False)
-            self.statusBar().showMessage(self.audio.reason or "no audio output: playback is off, export still works")
-        else:
-            for index, name in devices:
-                self.device_box.addItem(name, index)
-            saved = self.settings.value("audio/device")
-            if saved:
-                self.device_box.setCurrentText(saved)
-            self.audio.set_device(self.device_box.currentData())
-        self.device_box.blockSignals(False)
-
-    def _device_changed(self) -> None:
-        self.audio.set_device(self.device_box.currentData())
-
-    def _update_playhead(self) -> None:
-        if self.audio.playing:
-            self.waveform.set_playhead(self.audio.position)
-
-    # ---- settings ------------------------------------------------------------------------------
-    def _restore_settings(self) -> None:
-        s = self.settings
-        self.text.setPlainText(s.value("voice/text", self.text.toPlainText()))
-        self.instruct.setText(s.value("voice/instruct", ""))
-        self.seed.setValue(int(s.value("sampling/seed", 0)))
-        self.greedy.setChecked(s.value("sampling/greedy", "false") == "true")
-        self.threads.setValue(int(s.value("backend/threads", self.threads.value())))
-        if self.play_live.isEnabled():   # stays off without an audio device
-            self.play_live.setChecked(s.value("audio/play_live", "true") == "true")
-        for stage, box in self.placement.items():
-            mode = s.value(f"backend/{stage}", "cpu")
-            index = box.findText(mode)
-            if index >= 0 and box.model().item(index).isEnabled():
-                box.setCurrentIndex(index)
-
+    # ---- closing -----------------------------------------------------------------------------
     def save_settings(self) -> None:
-        s = self.settings
-        s.setValue("voice/text", self.text.toPlainText())
-        s.setValue("voice/instruct", self.instruct.text())
-        s.setValue("voice/speaker", self.speaker.currentText())
-        s.setValue("voice/language", self.language.currentText())
-        s.setValue("sampling/seed", self.seed.value())
-        s.setValue("sampling/greedy", "true" if self.greedy.isChecked() else "false")
-        s.setValue("backend/threads", self.threads.value())
-        s.setValue("audio/play_live", "true" if self.play_live.isChecked() else "false")
-        s.setValue("audio/device", self.device_box.currentText())
-        for stage, box in self.placement.items():
-            s.setValue(f"backend/{stage}", box.currentText())
-        s.sync()
+        for panel in (self.backend, self.voice, self.sampling, self.takes, self.compare):
+            panel.save_settings()
+        self.settings.setValue("text/current", self.text.toPlainText())
+        self.settings.sync()
 
     def closeEvent(self, event) -> None:
         self.save_settings()

@@ -6,7 +6,7 @@ import json
 import os
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +28,34 @@ class Take:
     sample_rate: int
     name: str = ""
     where: dict = field(default_factory=dict)   # stage -> where it ran (placement.stage_lines)
+    frame_ms: dict = field(default_factory=dict)   # stage -> ms of every frame (the take's latency chart)
+    peak_memory_mb: float = 0.0                   # the process's peak resident memory during the take
+    comparison: dict = field(default_factory=dict)   # a placement comparison: group, side, how B differs
     audio: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
         when = time.strftime("%H:%M:%S", time.localtime(self.created))
         return self.name or f"{when}  {self.text[:40]}"
+
+    @property
+    def voice(self) -> str:
+        r = self.request
+        if r.get("voice_profile"):
+            return f"profile {r['voice_profile']}"
+        if r.get("instruct"):
+            return f"\"{r['instruct']}\""
+        return r.get("speaker") or "-"
+
+    @property
+    def seconds(self) -> float:
+        return len(self.audio) / self.sample_rate if self.audio is not None else \
+            self.timings.get("frames", 0) * self.timings.get("frame_seconds", 0.08)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Take":
+        known = {f.name for f in fields(cls)} - {"audio"}
+        return cls(**{k: v for k, v in d.items() if k in known})   # (fields of later versions are ignored)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -84,7 +106,7 @@ class TakeStore:
         for e in entries:
             wav = self.folder / f"{e['id']}.wav"
             if wav.exists():
-                self.takes.append(Take(**e))
+                self.takes.append(Take.from_json(e))
                 known.add(e["id"])
         for wav in sorted(self.folder.glob("*.wav")):
             if wav.stem not in known and not wav.name.startswith("."):
@@ -107,6 +129,10 @@ class TakeStore:
         self.takes.append(take)
         self._save_index()
         return take
+
+    def save(self) -> None:
+        """Writes the index after a take's fields changed (e.g. a comparison's result)."""
+        self._save_index()
 
     def rename(self, take: Take, name: str) -> None:
         take.name = name

@@ -1,14 +1,19 @@
-"""The voice library: voice profiles (.kzvoice) of Base models, kept in the user's data folder."""
+"""The voice library: voice profiles (.kzvoice) of Base models, kept in the user's data folder.
+File operations only; creating a profile (native work) runs on the engine's worker."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from kazeia.engine import ModelFile, create_voice, load_voice, save_voice
+from kazeia.engine import voice_profile_info
 
 from .takes import data_dir
 
 AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".mp3", ".aiff", ".aif"}
+
+
+def clean_name(name: str) -> str:
+    return re.sub(r"[^\w\- ]+", "_", name).strip()
 
 
 class VoiceLibrary:
@@ -22,19 +27,22 @@ class VoiceLibrary:
     def path(self, name: str) -> Path:
         return self.folder / f"{name}.kzvoice"
 
-    def create(self, name: str, model: ModelFile, audio: str | Path, text: str | None = None) -> str:
-        name = re.sub(r"[^\w\- ]+", "_", name).strip() or "voice"
+    def free_name(self, name: str) -> str:
+        """`name` cleaned for a file name, numbered when taken."""
+        name = clean_name(name) or "voice"
         base, n = name, 2
         while self.path(name).exists():
             name, n = f"{base} {n}", n + 1
-        save_voice(create_voice(model, audio, text=text), self.path(name), model)
         return name
 
-    def load(self, name: str, model: ModelFile):
-        return load_voice(self.path(name), model)
+    def info(self, name: str) -> dict:
+        try:
+            return voice_profile_info(self.path(name))
+        except ValueError as e:
+            return {"kind": "unreadable", "model": str(e), "size": "", "transcript": ""}
 
     def rename(self, name: str, new: str) -> str:
-        new = re.sub(r"[^\w\- ]+", "_", new).strip()
+        new = clean_name(new)
         if not new or self.path(new).exists():
             raise ValueError(f"cannot rename to {new!r}: empty or taken")
         self.path(name).rename(self.path(new))

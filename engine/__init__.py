@@ -9,7 +9,7 @@ from .model_file import ModelFile, ModelInfo, Speaker, open_model
 from .prompt import Voice
 from .random_model import make_random_model
 from .speech_decoder import DecoderStream, SpeechDecoder
-from .voice import create_voice, load_voice, save_voice
+from .voice import create_voice, load_voice, save_voice, voice_profile_info
 
 
 def devices() -> list[dict]:
@@ -20,4 +20,4 @@ def devices() -> list[dict]:
 __all__ = ["AudioStream", "Chunk", "ConversionError", "ConversionReport", "DecoderStream", "Engine", "ModelFile",
            "ModelInfo", "ModelLoadError", "Result", "SamplingParams", "Speaker", "SpeechDecoder", "Timings", "Voice",
            "convert", "create_voice", "demo_model_path", "devices", "load_voice", "make_random_model", "open_model",
-           "resolve_model", "save_voice"]
+           "resolve_model", "save_voice", "voice_profile_info"]

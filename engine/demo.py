@@ -2,15 +2,22 @@
 on first use (about a second, no download) and cached in the user's cache folder."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from kazeia import _native
+from kazeia.resources import resource_path
 
 from .random_model import make_random_model
 
-DEMO_RECIPE = dict(size="tiny", variant="custom_voice", seed=0, out_type="q8_0")
-RECIPE_VERSION = 1   # bump when the recipe or the random-value scheme changes
+
+def _demo_recipe() -> tuple[dict, int]:
+    spec = json.loads(resource_path("demo_recipe.json").read_text())
+    return spec["recipe"], int(spec["version"])
+
+
+DEMO_RECIPE, RECIPE_VERSION = _demo_recipe()   # resources/demo_recipe.json says why these values
 
 
 def cache_dir() -> Path:

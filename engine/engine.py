@@ -16,7 +16,7 @@ from . import placement as placements
 from .model_file import ModelFile, ModelInfo
 from .prompt import PromptBuilder, PromptPlan, Voice
 from .speech_decoder import SpeechDecoder
-from .threads import default_threads
+from .threads import check_threads, default_threads
 
 FRAMES_PER_TOKEN = 16      # slow, emotional speech stays far below this (normal speech: ~4)
 HEADROOM_FRAMES = 100      # 8 s on top, for short texts
@@ -126,7 +126,7 @@ class Engine:
 
     def __init__(self, model: ModelFile, threads: int | None = None, placement: str | dict | None = None):
         self.model = model
-        self.threads = threads or default_threads()
+        self.threads = check_threads(threads or default_threads())
         self._pool = _native.ThreadPool(self.threads)   # one persistent pool for every stage
         self._prompts = PromptBuilder(model)
         self._lock = threading.Lock()
@@ -153,6 +153,16 @@ class Engine:
             self._decoder = SpeechDecoder(self.model, pool=self._pool, scheduled=decoder.scheduled,
                                           weights_buffer=decoder.weights_buffer, device=decoder.device)
             self.placement = chosen
+
+    def set_threads(self, threads: int) -> None:
+        """Compute threads from the next synthesis on (a new pool; the model file is not read again)."""
+        threads = check_threads(threads)
+        if threads == self.threads:
+            return
+        with self._lock:
+            self._pool = _native.ThreadPool(threads)
+            self.threads = threads
+        self.set_placement(self.placement)   # rebinds every stage to the new pool
 
     def placement_report(self) -> list[dict]:
         """Where each launch kind of the last synthesis ran, stage by stage: splits, ops per device,
@@ -296,10 +306,11 @@ class AudioStream:
                                         name="kazeia-synthesis")
         self._thread.start()
 
-    def _on_frame(self, index: int, codes: np.ndarray, talker_ms: float, cp_ms: float) -> bool:
+    def _on_frame(self, index: int, codes: np.ndarray, talker_ms: float, cp_ms: float, prefill_ms: float) -> bool:
         if self._cancel.is_set():
             return False
         t = self._timings
+        t.prefill_ms = prefill_ms
         t.talker_ms.append(talker_ms)
         t.code_predictor_ms.append(cp_ms)
         t.frames = index + 1

@@ -21,6 +21,14 @@ MODES = ("cpu", "accel-weights", "accel-sched")
 STAGES = ("talker", "code_predictor", "decoder")
 # what each mode was called in the tablet engine it generalises
 TABLET_NAMES = {"cpu": "CPU", "accel-weights": "HTP weights", "accel-sched": "HMX sched"}
+# one line per mode, for people choosing one (the workbench, `kazeia devices`)
+MEANINGS = {
+    "cpu": "the CPU computes, on the model file's weights",
+    "accel-weights": "weights in the accelerator's host-visible memory, the CPU computes "
+                     "(the tablet engine's \"HTP weights\")",
+    "accel-sched": "ggml's scheduler sends each op to the accelerator that supports it "
+                   "(the tablet engine's \"HMX sched\")",
+}
 
 
 @dataclass(frozen=True)

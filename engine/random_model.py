@@ -10,11 +10,12 @@ import json
 import math
 import os
 import zlib
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+from kazeia.resources import resource_path
 
 from .convert import expected_tensors
 from .errors import ConversionError
@@ -112,7 +113,7 @@ def model_config(size: str, variant: str, text_vocab: int, special_ids: dict[str
 def demo_tokenizer(text_vocab: int | None) -> tuple[Tokenizer, dict[str, int], int]:
     """A small byte-level BPE trained (deterministically) on a bundled corpus, with the Qwen special
     tokens; at full size the specials sit at their released ids. Returns (tokenizer, ids, vocab size)."""
-    corpus = resources.files("kazeia.engine").joinpath("data/demo_corpus.txt").read_text(encoding="utf-8")
+    corpus = resource_path("demo_corpus.txt").read_text(encoding="utf-8")
     lines = ["assistant\n", "user\n"] * 40 + corpus.splitlines() * 4
     trainer_tok = Tokenizer(models.BPE())
     trainer_tok.pre_tokenizer = pre_tokenizers.Sequence([
@@ -143,9 +144,23 @@ def demo_tokenizer(text_vocab: int | None) -> tuple[Tokenizer, dict[str, int], i
     return tok, ids, size
 
 
-def _random_values(name: str, shape: list[int], transform: str, seed: int) -> np.ndarray:
+# the speech decoder's last layer: the vocoder's final causal conv (96 -> 1, k=7 at full size), whose
+# output is clamped to [-1, 1] to give the waveform
+OUTPUT_LAYER = ("dec.voc.conv_out.weight", "dec.voc.conv_out.bias")
+
+
+def _random_values(name: str, shape: list[int], transform: str, seed: int,
+                   output_gain: float = 1.0) -> np.ndarray:
     """Well-scaled values chosen by a tensor's role; each tensor has its own stream, so values do
-    not depend on the order tensors are written in."""
+    not depend on the order tensors are written in. `output_gain` scales the waveform's final
+    layer (weight and bias), so the speech decoder's output before its clamp scales by it."""
+    values = _role_values(name, shape, transform, seed)
+    if output_gain != 1.0 and name in OUTPUT_LAYER:
+        values = values * np.float32(output_gain)
+    return values
+
+
+def _role_values(name: str, shape: list[int], transform: str, seed: int) -> np.ndarray:
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
     r = rng.standard_normal(shape, dtype=np.float32)
     leaf = name.rsplit(".", 1)[-1]
@@ -168,7 +183,12 @@ def _random_values(name: str, shape: list[int], transform: str, seed: int) -> np
 
 def make_random_model(out_path: str | os.PathLike, size: str = "tiny", variant: str = "custom_voice",
                       seed: int = 0, out_type: str | None = None, progress: bool = True,
-                      decoder_type: str | None = None) -> Path:
+                      decoder_type: str | None = None, output_gain: float = 1.0) -> Path:
+    """Write a random model. `output_gain` scales the speech decoder's final layer (1.0: the plain
+    recipe, used by the bench and test models; the demo recipe lowers it to a sane audio level)."""
+    output_gain = float(output_gain)
+    if not math.isfinite(output_gain) or output_gain <= 0:
+        raise ValueError(f"output_gain must be a positive number, got {output_gain!r}")
     out_type = out_type or "q8_0"
     tok, ids, text_vocab = demo_tokenizer(None if size == "tiny" else REAL_TEXT_VOCAB)
     special = dict(im_start_token_id=ids["<|im_start|>"], im_end_token_id=ids["<|im_end|>"],
@@ -181,13 +201,16 @@ def make_random_model(out_path: str | os.PathLike, size: str = "tiny", variant: 
     md["general.description"] = f"Qwen3-TTS {variant} {size}: {RANDOM_LABEL}"
     md[P + "random_weights"] = True
     md[P + "random_seed"] = int(seed)
+    if output_gain != 1.0:   # recorded only when used, so plain-recipe files stay as they were
+        md[P + "random_output_gain"] = output_gain
     md[P + "file_type"] = out_type
     md[P + "tokenizer.split"] = "qwen2"
     md["tokenizer.huggingface.json"] = tok.to_str()
     md[P + "source.tensors"] = []
     md[P + "source.ignored"] = []
     plans = [TensorPlan(s["name"], list(s["shape"]), storage_type(s["storage"], out_type, s["shape"], decoder_type),
-                        (lambda s=s: _random_values(s["name"], list(s["shape"]), s["transform"], seed)))
+                        (lambda s=s: _random_values(s["name"], list(s["shape"]), s["transform"], seed,
+                                                     output_gain)))
              for s in specs]
     write_model_file(out_path, md, plans, progress=progress, label=f"random {size} {variant}")
     return Path(out_path)

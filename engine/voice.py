@@ -155,6 +155,20 @@ def save_voice(voice: Voice, path: str | os.PathLike, model: ModelFile) -> Path:
     return path
 
 
+def voice_profile_info(path: str | os.PathLike) -> dict:
+    """What a profile is without loading it for a model: kind (x-vector, or in-context with the
+    reference's codes and transcript), the model it was made for, the transcript."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(bytes(data["meta"]).decode())
+            in_context = "ref_codes" in data.files
+    except (OSError, ValueError, KeyError) as e:
+        raise ValueError(f"{path}: not a Kazeia voice profile ({e})") from None
+    made_for = meta.get("model", {})
+    return {"kind": "in-context" if in_context else "x-vector", "model": made_for.get("name", "?"),
+            "size": made_for.get("size", "?"), "transcript": meta.get("ref_text") or ""}
+
+
 def load_voice(path: str | os.PathLike, model: ModelFile) -> Voice:
     try:
         with np.load(path, allow_pickle=False) as data:

@@ -133,7 +133,7 @@ void register_tts(py::module_ & m) {
                             const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
                             const i32_array & trailing, const py::dict & talker, const py::dict & code_predictor,
                             float repetition_penalty, int min_new_tokens, int64_t max_frames, uint64_t seed,
-                            const std::function<bool(int64_t, py::array_t<int32_t>, double, double)> & on_frame,
+                            const std::function<bool(int64_t, py::array_t<int32_t>, double, double, double)> & on_frame,
                             bool cp_single_launch, bool talker_persistent) {
             generation_request req;
             req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
@@ -153,7 +153,7 @@ void register_tts(py::module_ & m) {
                     py::gil_scoped_acquire acquire;
                     py::array_t<int32_t> a(groups);
                     std::copy(codes, codes + groups, a.mutable_data());
-                    return on_frame(t, a, tm.talker_ms, tm.code_predictor_ms);
+                    return on_frame(t, a, tm.talker_ms, tm.code_predictor_ms, tm.prefill_ms);
                 };
             }
             generation_result res;

@@ -43,6 +43,7 @@ struct generation_request {
 struct frame_timing {
     double talker_ms = 0;           // the talker step that produced this frame's first code
     double code_predictor_ms = 0;   // the 15 sub-steps of this frame
+    double prefill_ms = 0;          // the prompt's prefill (known from frame 0 on: live views show it)
 };
 
 enum class stop_reason { eos, limit, cancelled };

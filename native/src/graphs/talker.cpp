@@ -482,7 +482,7 @@ struct tts_engine::impl {
                     frame[j + 1] = sample_token(cl, req.code_predictor, cp_noise.empty() ? nullptr : cp_noise.data() + size_t(j) * cp_vocab);
                 }
             }
-            frame_timing timing{talker_ms, ms_since(tc)};
+            frame_timing timing{talker_ms, ms_since(tc), res.prefill_ms};
             if (on_frame && !on_frame(t, frame.data(), timing)) {   // a refused frame is not kept
                 res.reason = stop_reason::cancelled;
                 break;

@@ -50,6 +50,18 @@ ggml_backend_t backend_of(ggml_backend_sched_t sched, ggml_tensor * t, ggml_back
     return base->buffer && accel && lives_on(accel, base->buffer) ? accel : cpu;
 }
 
+// A weight (a leaf with its own, non-compute buffer) of `node` that lives in CPU memory.
+const ggml_tensor * weight_in_cpu_memory(const ggml_tensor * node, ggml_backend_t accel) {
+    for (int s = 0; s < GGML_MAX_SRC && node->src[s]; ++s) {
+        const ggml_tensor * w = base_of(node->src[s]);
+        if (w->op == GGML_OP_NONE && w->buffer && !lives_on(accel, w->buffer) &&
+            ggml_backend_buffer_get_usage(w->buffer) != GGML_BACKEND_BUFFER_USAGE_COMPUTE) {
+            return w;
+        }
+    }
+    return nullptr;
+}
+
 std::string op_label(const ggml_tensor * t) {
     std::string s = ggml_op_desc(t);
     if (t->src[0] && (t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_GET_ROWS)) s += "(" + std::string(ggml_type_name(t->src[0]->type)) + ")";
@@ -81,6 +93,8 @@ launch_report describe_sched_launch(ggml_backend_sched_t sched, ggml_cgraph * gf
             why = "not supported by " + r.device;
         } else if (base_of(node)->buffer && !lives_on(accel, base_of(node)->buffer)) {
             why = "writes CPU memory";
+        } else if (const ggml_tensor * w = weight_in_cpu_memory(node, accel)) {
+            why = std::string("reads ") + w->name + ", which " + r.device + " cannot hold (kept in CPU memory)";
         } else {
             why = "placed by the scheduler next to its CPU inputs";
         }

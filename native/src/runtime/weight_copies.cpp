@@ -61,7 +61,8 @@ weight_layout buffer_layout(const std::string & name) {
 
 weight_layout device_layout(ggml_backend_dev_t dev) {
     ggml_backend_buffer_type_t b = ggml_backend_dev_buffer_type(dev);
-    return {b == ggml_backend_cpu_buffer_type() ? nullptr : b, false};
+    if (b == ggml_backend_cpu_buffer_type()) return {};
+    return {b, false, true};
 }
 
 weight_copies::weight_copies(const model * m, weight_layout layout) : m_(m), layout_(layout) {
@@ -77,6 +78,21 @@ weight_copies::~weight_copies() {
 
 ggml_tensor * weight_copies::operator()(ggml_tensor * t) {
     if (!layout_.buft || !t || (layout_.repack && !repackable(t)) || buffers_.size() >= k_max_tensors) return t;
+    if (layout_.device_checked) {
+        // ggml_backend_sched aborts on a weight in device memory that its device does not
+        // support as a tensor (e.g. larger than Vulkan's maxStorageBufferRange): keep those here
+        ggml_backend_dev_t dev = ggml_backend_buft_get_device(layout_.buft);
+        const char * why = nullptr;
+        if (ggml_nbytes(t) > ggml_backend_buft_get_max_size(layout_.buft)) {
+            why = "larger than one buffer of the device";
+        } else if (dev && !ggml_backend_dev_supports_op(dev, t)) {
+            why = "the device cannot bind it (too large or an unsupported type)";
+        }
+        if (why) {
+            kept_.push_back(std::string(t->name) + ": " + why);
+            return t;
+        }
+    }
     ggml_tensor * copy = ggml_dup_tensor(ctx_, t);
     ggml_set_name(copy, t->name);
     ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(layout_.buft, ggml_backend_buft_get_alloc_size(layout_.buft, copy));

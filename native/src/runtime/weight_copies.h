@@ -18,6 +18,10 @@ class model;
 struct weight_layout {
     ggml_backend_buffer_type_t buft = nullptr;   // null: use the file's tensors as they are
     bool repack = false;                         // only what ggml can interleave for this CPU
+    // an accelerator's own memory: a weight its device cannot hold (too large for one binding, a
+    // type it has no use for) stays in CPU memory, where ggml's scheduler runs its ops on the CPU
+    // and the launch report names them, instead of aborting the process on first use
+    bool device_checked = false;
 };
 
 weight_layout cpu_repack_layout();
@@ -44,6 +48,8 @@ public:
     // The same for a table read by other ops (rows looked up): never in a repacked layout.
     ggml_tensor * table(ggml_tensor * t) { return layout_.repack ? t : (*this)(t); }
     size_t count() const { return buffers_.size(); }
+    // weights left in CPU memory because the device cannot hold them ("name: why")
+    const std::vector<std::string> & kept_on_cpu() const { return kept_; }
     ggml_backend_buffer_type_t buffer_type() const { return layout_.buft; }
 
 
@@ -52,6 +58,7 @@ private:
     weight_layout layout_;
     ggml_context * ctx_ = nullptr;
     std::vector<ggml_backend_buffer_t> buffers_;
+    std::vector<std::string> kept_;
 };
 
 }  // namespace kazeia

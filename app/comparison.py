@@ -1,0 +1,31 @@
+"""How two renderings of the same request differ: the audio (max abs difference, SNR of A against
+B - A) and the codes (identical, or the first frame where they part)."""
+from __future__ import annotations
+
+import numpy as np
+
+from kazeia.engine.accuracy import snr_db
+
+
+def compare_results(a, b) -> dict:
+    """a, b: engine Results of the same text, voice and seed."""
+    n = min(len(a.audio), len(b.audio))
+    frames = min(len(a.codes), len(b.codes))
+    differ = np.flatnonzero(np.any(np.asarray(a.codes[:frames]) != np.asarray(b.codes[:frames]), axis=1))
+    if len(differ):
+        first = int(differ[0])
+    elif len(a.codes) != len(b.codes):
+        first = frames   # one stopped earlier
+    else:
+        first = None
+    return {"max_abs_diff": float(np.max(np.abs(a.audio[:n] - b.audio[:n]))) if n else 0.0,
+            "snr_db": snr_db(a.audio, b.audio) if n else float("nan"),
+            "codes_identical": first is None, "first_divergent_frame": first,
+            "frames": [len(a.codes), len(b.codes)]}
+
+
+def difference_text(d: dict) -> str:
+    codes = ("identical codes" if d["codes_identical"]
+             else f"codes part at frame {d['first_divergent_frame']} (of {d['frames'][0]} / {d['frames'][1]})")
+    snr = "identical audio (SNR inf)" if d["snr_db"] == float("inf") else f"SNR {d['snr_db']:.1f} dB"
+    return f"{codes}; {snr}, max |B - A| {d['max_abs_diff']:.3g}"

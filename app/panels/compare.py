@@ -1,0 +1,110 @@
+"""Compare placements, the workbench's point: the same text, voice and seed rendered on placement A
+then B, side by side (per-stage ms per frame, TTFA, RTF, peak memory) with how far B's audio and
+codes are from A's; then A/B listening, loudness-matched, with one key."""
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
+                               QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout)
+
+from kazeia.engine.placement import MEANINGS, MODES, STAGES, mode_status
+
+from ..comparison import difference_text
+from .base import Panel, watch
+from .takes import placement_short
+
+ROWS = ("placement", "talker ms/frame", "code predictor ms/frame", "decoder ms/frame", "TTFA ms", "prefill ms", "RTF",
+        "peak memory MB", "frames", "stop")
+
+
+def column_values(take) -> list[str]:
+    t = take.timings
+    return [placement_short(take.placement), f"{t.get('talker_ms', 0):.2f}", f"{t.get('code_predictor_ms', 0):.2f}",
+            f"{t.get('decoder_ms', 0):.2f}", f"{t.get('ttfa_ms', 0):.0f}", f"{t.get('prefill_ms', 0):.0f}",
+            f"{t.get('rtf', 0):.3f}", f"{take.peak_memory_mb:.0f}", str(t.get("frames", 0)), take.stop_reason]
+
+
+class ComparePanel(Panel):
+    panel_id = "compare"
+    compare_requested = Signal(object, object)   # placement A, placement B
+    listen_requested = Signal()
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        layout = QVBoxLayout(self)
+        box = QGroupBox("Placements to compare (same text, voice and seed)")
+        grid = QGridLayout(box)
+        status = mode_status()
+        self.sides: dict[str, dict[str, QComboBox]] = {}
+        for col, stage in enumerate(STAGES, start=1):
+            grid.addWidget(QLabel(stage.replace("_", " ")), 0, col)
+        for row, side in enumerate(("A", "B"), start=1):
+            grid.addWidget(QLabel(side), row, 0)
+            self.sides[side] = {}
+            for col, stage in enumerate(STAGES, start=1):
+                combo = QComboBox()
+                for mode in MODES:
+                    combo.addItem(mode)
+                    item = combo.model().item(combo.count() - 1)
+                    item.setEnabled(status[mode].available)
+                    item.setToolTip(MEANINGS[mode] + ("" if status[mode].available else
+                                                      f"\nunavailable: {status[mode].reason}"))
+                self.sides[side][stage] = combo
+                grid.addWidget(combo, row, col)
+        best = "accel-sched" if status["accel-sched"].available else "cpu"
+        for combo in self.sides["B"].values():
+            combo.setCurrentText(best)
+        layout.addWidget(box)
+        row = QHBoxLayout()
+        self.compare_button = QPushButton("Compare placements")
+        self.listen_button = QPushButton("Listen A/B (B switches)")
+        self.listen_button.setEnabled(False)
+        row.addWidget(self.compare_button)
+        row.addWidget(self.listen_button)
+        layout.addLayout(row)
+        self.state = QLabel("Renders the current text on A, then on B.")
+        self.state.setWordWrap(True)
+        self.state.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        layout.addWidget(self.state)
+        self.table = QTableWidget(len(ROWS), 2)
+        self.table.setHorizontalHeaderLabels(["A", "B"])
+        self.table.setVerticalHeaderLabels(list(ROWS))
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        layout.addWidget(self.table, 1)
+        self.difference = QLabel("")
+        self.difference.setObjectName("difference")
+        self.difference.setWordWrap(True)
+        self.difference.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        layout.addWidget(self.difference)
+        self.compare_button.clicked.connect(lambda: self.compare_requested.emit(self.placement("A"),
+                                                                                 self.placement("B")))
+        self.listen_button.clicked.connect(self.listen_requested)
+        watch([c for side in self.sides.values() for c in side.values()], self.changed)
+
+    def placement(self, side: str) -> dict:
+        return {stage: combo.currentText() for stage, combo in self.sides[side].items()}
+
+    def show_progress(self, text: str) -> None:
+        self.state.setText(text)
+
+    def show_pair(self, a, b) -> None:
+        for col, take in enumerate((a, b)):
+            for row, value in enumerate(column_values(take)):
+                self.table.setItem(row, col, QTableWidgetItem(value))
+        d = b.comparison.get("difference")
+        self.difference.setText(f"B against A: {difference_text(d)}" if d else "")
+        self.listen_button.setEnabled(True)
+        self.state.setText(f"A: {a.label}\nB: {b.label}")
+
+    def restore_settings(self) -> None:
+        for side, combos in self.sides.items():
+            for stage, combo in combos.items():
+                mode = self.value(f"{side}_{stage}")
+                index = combo.findText(mode) if mode else -1
+                if index >= 0 and combo.model().item(index).isEnabled():
+                    combo.setCurrentIndex(index)
+
+    def save_settings(self) -> None:
+        for side, combos in self.sides.items():
+            for stage, combo in combos.items():
+                self.set_value(f"{side}_{stage}", combo.currentText())

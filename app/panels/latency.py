@@ -1,0 +1,77 @@
+"""Live latency: per-frame stage costs against the real-time budget, prefill and TTFA, the figures
+in words, and where each stage ran. During a take it shows the running take; afterwards the take
+selected in the table (its own numbers, not the last generation's)."""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from ..plots import LatencyPlot, StartupBars
+
+
+def _label(name: str) -> QLabel:
+    label = QLabel("")
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)   # long text wraps, never widens the window
+    return label
+
+
+class LatencyPanel(QWidget):
+    panel_id = "latency"
+
+    def __init__(self, budget_ms: float = 80.0):
+        super().__init__()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.chart = LatencyPlot(budget_ms)
+        self.startup = StartupBars()
+        self.title = _label("latency_title")
+        self.stats = _label("stats")
+        self.where = _label("where")   # an accelerator mode never runs silently on the CPU
+        layout.addWidget(self.title)
+        layout.addWidget(self.chart, 3)
+        row = QHBoxLayout()
+        row.addWidget(self.startup, 2)
+        row.addWidget(self.stats, 3)
+        layout.addLayout(row)
+        layout.addWidget(self.where)
+        self._ticks = 0
+
+    def show_live(self, timings, elapsed_s: float) -> None:
+        """The running take (called at most ~10 times a second)."""
+        t = timings
+        self.chart.show_timings(t.talker_ms, t.code_predictor_ms, t.decoder_ms)
+        self.startup.show_values(t.prefill_ms or None, t.ttfa_ms or None)
+        if self._ticks % 2 == 0:   # words twice a second (a label's new text re-lays the window out)
+            self.title.setText(f"generating: {t.frames} frames ({t.audio_seconds:.2f} s of audio) in {elapsed_s:.1f} s")
+            self.stats.setText(per_frame_text(t.mean_ms("talker"), t.mean_ms("code_predictor"), t.mean_ms("decoder"),
+                                              t.rtf if t.frames else None, None))
+        self._ticks += 1
+
+    def show_take(self, take) -> None:
+        t, f = take.timings, take.frame_ms
+        self.title.setText(f"take: {take.label}  [{take.stop_reason or '?'}]")
+        self.chart.show_timings(f.get("talker", []), f.get("code_predictor", []), f.get("decoder", []))
+        self.startup.show_values(t.get("prefill_ms"), t.get("ttfa_ms"))
+        self.stats.setText(per_frame_text(t.get("talker_ms", 0), t.get("code_predictor_ms", 0), t.get("decoder_ms", 0),
+                                          t.get("rtf"), take.peak_memory_mb or None))
+        self.show_where(take.where)
+
+    def show_where(self, where: dict, problems: list[str] | None = None) -> None:
+        problems = problems if problems is not None else [f"{s}: {line}" for s, line in where.items() if "fall" in line]
+        text = "\n".join(f"{stage.replace('_', ' ')} on {line}" for stage, line in where.items())
+        if problems:   # a stage scheduled onto the accelerator ran ops on the CPU
+            text = "NOT ALL ON THE ACCELERATOR: " + "; ".join(problems) + "\n" + text
+        self.where.setStyleSheet("color: #b00020;" if problems else "")
+        self.where.setText(text)
+
+
+def per_frame_text(talker: float, cp: float, decoder: float, rtf: float | None, peak_mb: float | None) -> str:
+    total = talker + cp + decoder
+    parts = [f"per frame: talker {talker:.1f} ms, code predictor {cp:.1f} ms, decoder {decoder:.1f} ms "
+             f"= {total:.1f} ms of the 80 ms budget"]
+    if rtf is not None and rtf == rtf:
+        parts.append(f"RTF {rtf:.2f}" + (" (faster than real time)" if rtf < 1 else " (slower than real time)"))
+    if peak_mb:
+        parts.append(f"peak memory {peak_mb:.0f} MB")
+    return "\n".join(parts)

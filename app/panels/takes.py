@@ -1,0 +1,276 @@
+"""Takes as a sortable table (time, name, voice, seed, placement, threads, length, RTF, stop reason,
+model), filtered to the loaded model by default, with the selected take's parameters in words and
+the buttons that act on takes: play, A/B, restore, rename, delete, export."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QPushButton, QSizePolicy, QSplitter, QTableView, QVBoxLayout, QWidget)
+
+from kazeia.engine.placement import STAGES
+
+from ..export import FORMATS
+from .base import Panel, as_bool, watch
+
+COLUMNS = ("time", "name", "voice", "seed", "placement", "threads", "frames", "seconds", "RTF", "stop", "model")
+SHORT_MODE = {"cpu": "cpu", "accel-weights": "weights", "accel-sched": "sched"}
+
+
+def placement_short(placement: dict) -> str:
+    """"cpu" when every stage agrees, else talker/cp/decoder, e.g. "cpu/cpu/sched"."""
+    modes = [placement.get(s, "?") for s in STAGES]
+    if len(set(modes)) == 1:
+        return modes[0]
+    return "/".join(SHORT_MODE.get(m, m) for m in modes)
+
+
+def stop_text(reason: str) -> str:
+    return {"eos": "end", "limit": "LIMIT", "cancelled": "CANCELLED"}.get(reason, reason or "?")
+
+
+def take_details(take) -> str:
+    """A take's parameters in words (the details pane)."""
+    t, s, r = take.timings, take.sampling, take.request
+    sampling = "greedy" if not s.get("do_sample", True) else (
+        f"temperature {s.get('temperature', 0):.2f}, top-k {s.get('top_k')}, top-p {s.get('top_p', 0):.2f}; "
+        f"code predictor {s.get('cp_temperature', 0):.2f} / {s.get('cp_top_k')} / {s.get('cp_top_p', 0):.2f}")
+    lines = [f"<b>{take.label}</b> ({take.id})",
+             f"text: {take.text[:300]}",
+             f"voice: {take.voice}, language {r.get('language') or 'auto'}",
+             f"seed {s.get('seed')}, {sampling}, max frames {s.get('max_frames') or 'auto'}",
+             f"placement: " + ", ".join(f"{stage.replace('_', ' ')} {take.placement.get(stage, '?')}"
+                                        for stage in STAGES) + f"; {take.threads} threads",
+             f"{t.get('frames', 0)} frames, {take.seconds:.2f} s, stopped: {stop_text(take.stop_reason)}; "
+             f"TTFA {t.get('ttfa_ms', 0):.0f} ms, prefill {t.get('prefill_ms', 0):.0f} ms, RTF {t.get('rtf', 0):.2f}",
+             f"model: {Path(take.model).name}"]
+    if take.peak_memory_mb:
+        lines.append(f"peak memory during the take: {take.peak_memory_mb:.0f} MB")
+    return "<br>".join(lines)
+
+
+class TakeTableModel(QAbstractTableModel):
+    def __init__(self, store):
+        super().__init__()
+        self.store = store
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.store.takes)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if role == Qt.DisplayRole and orientation == Qt.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def take(self, row: int):
+        return self.store.takes[row]
+
+    def data(self, index, role=Qt.DisplayRole):
+        take = self.store.takes[index.row()]
+        column = COLUMNS[index.column()]
+        if role == Qt.DisplayRole:
+            return self.display(take, column)
+        if role == Qt.UserRole:   # sort key
+            return self.sort_key(take, column)
+        if role == Qt.ForegroundRole and column == "stop" and take.stop_reason in ("cancelled", "limit"):
+            return QBrush(QColor(176, 0, 32))
+        if role == Qt.ToolTipRole:
+            return take.text
+        if role == Qt.TextAlignmentRole and column in ("seed", "threads", "frames", "seconds", "RTF"):
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        return None
+
+    @staticmethod
+    def display(take, column: str) -> str:
+        t = take.timings
+        return {"time": time.strftime("%H:%M:%S", time.localtime(take.created)),
+                "name": take.name or take.text[:40], "voice": take.voice, "seed": str(take.sampling.get("seed", "")),
+                "placement": placement_short(take.placement), "threads": str(take.threads or ""),
+                "frames": str(t.get("frames", "")), "seconds": f"{take.seconds:.2f}",
+                "RTF": f"{t['rtf']:.2f}" if t.get("rtf") == t.get("rtf") and t.get("rtf") is not None else "",
+                "stop": stop_text(take.stop_reason), "model": Path(take.model).name}[column]
+
+    @staticmethod
+    def sort_key(take, column: str):
+        t = take.timings
+        numeric = {"time": take.created, "seed": take.sampling.get("seed", 0), "threads": take.threads,
+                   "frames": t.get("frames", 0), "seconds": take.seconds, "RTF": t.get("rtf") or 0.0}
+        return numeric.get(column, TakeTableModel.display(take, column).lower())
+
+    def refresh(self) -> None:
+        self.beginResetModel()
+        self.endResetModel()
+
+
+class TakeFilter(QSortFilterProxyModel):
+    """"This model only": the takes of the loaded model file."""
+
+    def __init__(self):
+        super().__init__()
+        self.model_path = ""
+        self.only_this_model = True
+        self.setSortRole(Qt.UserRole)
+
+    def set_model_path(self, path: str) -> None:
+        self.beginFilterChange()
+        self.model_path = path
+        self.endFilterChange()
+
+    def set_only_this_model(self, on: bool) -> None:
+        self.beginFilterChange()
+        self.only_this_model = on
+        self.endFilterChange()
+
+    def filterAcceptsRow(self, row, parent) -> bool:
+        if not self.only_this_model or not self.model_path:
+            return True
+        return self.sourceModel().take(row).model == self.model_path
+
+
+class TakesPanel(Panel):
+    panel_id = "takes"
+    selection_changed = Signal(object)   # the current Take or None
+
+    def __init__(self, settings, store):
+        super().__init__(settings)
+        self.store = store
+        self.model = TakeTableModel(store)
+        self.proxy = TakeFilter()
+        self.proxy.setSourceModel(self.model)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        top = QHBoxLayout()
+        self.only_this_model = QCheckBox("this model only")
+        self.only_this_model.setChecked(True)
+        self.count = QLabel("")
+        top.addWidget(self.only_this_model)
+        top.addStretch(1)
+        top.addWidget(self.count)
+        layout.addLayout(top)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.DescendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setWordWrap(False)
+        self.table.horizontalHeader().setMaximumSectionSize(200)
+        self.details = QLabel("")
+        self.details.setWordWrap(True)
+        self.details.setTextFormat(Qt.RichText)
+        self.details.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.details.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(self.table)
+        split.addWidget(self.details)
+        split.setSizes([300, 140])
+        layout.addWidget(split, 1)
+
+        row = QHBoxLayout()
+        self.play_button, self.stop_play_button = QPushButton("Play (Space)"), QPushButton("Stop")
+        self.ab_button = QPushButton("A/B (B)")
+        self.ab_button.setToolTip("select two takes, then press B to switch between them while playing")
+        self.match_loudness = QCheckBox("match loudness")
+        self.match_loudness.setChecked(True)
+        for w in (self.play_button, self.stop_play_button, self.ab_button, self.match_loudness):
+            row.addWidget(w)
+        layout.addLayout(row)
+        self.ab_label = QLabel("")
+        self.ab_label.setWordWrap(True)
+        self.ab_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        layout.addWidget(self.ab_label)
+        row = QHBoxLayout()
+        self.restore_button, self.rename_button, self.delete_button = (
+            QPushButton("Restore settings"), QPushButton("Rename"), QPushButton("Delete"))
+        for b in (self.restore_button, self.rename_button, self.delete_button):
+            row.addWidget(b)
+        layout.addLayout(row)
+        row = QHBoxLayout()
+        self.export_format = QComboBox()
+        self.export_format.addItems(list(FORMATS))
+        self.export_pattern = QLineEdit("{index}_{name}")
+        self.export_pattern.setToolTip("file names: {index} {id} {name} {speaker} {seed} {text}")
+        self.export_button = QPushButton("Export selected...")
+        row.addWidget(self.export_format)
+        row.addWidget(self.export_pattern, 1)
+        row.addWidget(self.export_button)
+        layout.addLayout(row)
+
+        self.only_this_model.toggled.connect(self._filter_changed)
+        self.table.selectionModel().currentRowChanged.connect(lambda *_: self.selection_changed.emit(self.current()))
+        watch([self.only_this_model, self.match_loudness, self.export_format, self.export_pattern], self.changed)
+        self.refresh()
+
+    def _filter_changed(self, on: bool) -> None:
+        self.proxy.set_only_this_model(on)
+        self._count()
+
+    def _count(self) -> None:
+        shown, total = self.proxy.rowCount(), len(self.store.takes)
+        self.count.setText(f"{shown} of {total} takes" if shown != total else f"{total} takes")
+
+    def set_model_path(self, path: str) -> None:
+        self.proxy.set_model_path(path)
+        self._count()
+
+    def refresh(self, select=None) -> None:
+        self.model.refresh()
+        self.table.resizeColumnsToContents()
+        self._count()
+        if select is not None:
+            self.select(select)
+
+    def select(self, take) -> None:
+        row = self.store.takes.index(take)
+        index = self.proxy.mapFromSource(self.model.index(row, 0))
+        if index.isValid():
+            self.table.selectionModel().clearSelection()
+            self.table.setCurrentIndex(index)
+            self.table.selectRow(index.row())
+
+    def select_rows(self, rows: list[int]) -> None:
+        """Selects rows of the table as shown (tests, A/B)."""
+        self.table.clearSelection()
+        for r in rows:
+            self.table.selectionModel().select(self.proxy.index(r, 0),
+                                               self.table.selectionModel().Select | self.table.selectionModel().Rows)
+        if rows:
+            self.table.selectionModel().setCurrentIndex(self.proxy.index(rows[0], 0),
+                                                        self.table.selectionModel().NoUpdate)
+            self.selection_changed.emit(self.current())
+
+    def current(self):
+        index = self.table.currentIndex()
+        if not index.isValid():
+            return None
+        return self.model.take(self.proxy.mapToSource(index).row())
+
+    def selected(self) -> list:
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        return [self.model.take(self.proxy.mapToSource(self.proxy.index(r, 0)).row()) for r in rows]
+
+    def show_details(self, take) -> None:
+        self.details.setText(take_details(take) if take is not None else "")
+
+    def restore_settings(self) -> None:
+        self.only_this_model.setChecked(as_bool(self.value("only_this_model", True)))
+        self.match_loudness.setChecked(as_bool(self.value("match_loudness", True)))
+        fmt = self.value("export_format")
+        if fmt in FORMATS:
+            self.export_format.setCurrentText(fmt)
+        self.export_pattern.setText(self.value("export_pattern", self.export_pattern.text()))
+
+    def save_settings(self) -> None:
+        self.set_value("only_this_model", self.only_this_model.isChecked())
+        self.set_value("match_loudness", self.match_loudness.isChecked())
+        self.set_value("export_format", self.export_format.currentText())
+        self.set_value("export_pattern", self.export_pattern.text())
