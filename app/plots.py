@@ -119,7 +119,8 @@ class LatencyPlot(pg.PlotWidget):
 
 
 class StartupBars(pg.PlotWidget):
-    """Prefill (the prompt through the talker) and TTFA (request to first audio) as two bars."""
+    """Prefill (the prompt through the talker) and TTFA (request to first audio) as two bars, their
+    values in the axis labels (always readable, however long the bars)."""
 
     def __init__(self):
         super().__init__()
@@ -128,13 +129,9 @@ class StartupBars(pg.PlotWidget):
         self.hideButtons()
         _plain_axes(self)
         self.setLabel("bottom", "ms")
-        self.getAxis("left").setTicks([[(0, "prefill"), (1, "TTFA")]])
         self.bar = pg.BarGraphItem(x0=[0, 0], y=[0, 1], height=0.6, width=[0, 0],
                                    brushes=[(140, 90, 190), (120, 120, 120)])
         self.addItem(self.bar)
-        self.labels = [pg.TextItem(anchor=(0, 0.5), color=(30, 30, 30)) for _ in range(2)]
-        for label in self.labels:
-            self.addItem(label)
         self.setFixedHeight(90)
         self.show_values(None, None)
 
@@ -144,10 +141,9 @@ class StartupBars(pg.PlotWidget):
         self._shown = (prefill_ms, ttfa_ms)
         values = [v or 0.0 for v in (prefill_ms, ttfa_ms)]
         self.bar.setOpts(x0=[0, 0], y=[0, 1], height=0.6, width=values)
-        for i, (label, v) in enumerate(zip(self.labels, (prefill_ms, ttfa_ms))):
-            label.setText("-" if v is None else f"{v:.0f} ms" if v >= 10 else f"{v:.2f} ms")
-            label.setPos(values[i], i)
-        self.setXRange(0, max(max(values) * 1.35, 100), padding=0)
+        text = ["-" if v is None else f"{v:.0f} ms" if v >= 10 else f"{v:.2f} ms" for v in (prefill_ms, ttfa_ms)]
+        self.getAxis("left").setTicks([[(0, f"prefill {text[0]}"), (1, f"TTFA {text[1]}")]])
+        self.setXRange(0, step_up(max(max(values), 100), 100), padding=0.02)
         self.setYRange(-0.6, 1.6, padding=0)
 
 

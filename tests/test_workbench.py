@@ -110,37 +110,74 @@ def test_generate_streams_and_keeps_a_take(qtbot, window):
     screenshot(window, "workbench_finished")
 
 
-def test_gui_thread_cost_is_bounded_and_latencies_match_the_engine_alone(qtbot, window, report):
-    """A 30 s take: the GUI thread's CPU time (time.thread_time on the GUI thread) against the take's
-    wall time; then the same request on the engine alone, for the per-stage figures."""
+class RealTimePacedStream:
+    """The engine's stream handed on at real-time pace (80 ms of audio per 80 ms): the GUI then sees
+    a 30 s take as it would from an engine running at real time, not 20x faster as the demo does."""
+
+    def __init__(self, stream):
+        self._stream, self._start = stream, time.perf_counter()
+
+    def __iter__(self):
+        for chunk in self._stream:
+            due = self._start + (chunk.first_frame + chunk.frames) * chunk.timings.frame_seconds
+            time.sleep(max(0.0, due - time.perf_counter()))
+            yield chunk
+
+    def __getattr__(self, name):   # result, cancel, ...
+        return getattr(self._stream, name)
+
+
+def test_gui_thread_cost_of_a_30_s_take_is_bounded(qtbot, window, monkeypatch, report):
+    """time.thread_time on the GUI thread over a 30 s take delivered at real-time pace."""
     from kazeia.engine import Engine
+    real_stream = Engine.stream
+    monkeypatch.setattr(Engine, "stream", lambda self, *a, **k: RealTimePacedStream(real_stream(self, *a, **k)))
     window.sampling.play_live.setChecked(False)
     frames = 375   # 30 s of audio (greedy: the demo model runs to the limit)
     window.sampling.greedy.setChecked(True)
     window.sampling.max_frames.setValue(frames)
-    window.sampling.seed.setValue(11)
-    window.text.setPlainText("A long take, to measure what the window costs while the engine works.")
     with qtbot.waitSignal(window.controller.finished, timeout=600_000) as blocker:
         cpu0, wall0 = time.thread_time(), time.perf_counter()
         assert window.generate()
     gui_cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
-    result = blocker.args[0]
-    assert len(result.codes) == frames
+    assert len(blocker.args[0].codes) == frames and wall >= 30
     share = gui_cpu / wall
-    take = window.store.takes[-1]
-    alone = Engine.load(window.info.path, threads=take.threads)
-    job = window.job()
-    stream = alone.stream(job["text"], speaker=job["speaker"], language=job["language"], sampling=job["sampling"])
-    for _ in stream:
-        pass
-    ratios = {s: take.timings[f"{s}_ms"] / stream.result.timings.mean_ms(s) for s in ("talker", "code_predictor",
-                                                                                     "decoder")}
-    total = sum(take.timings[f"{s}_ms"] for s in ratios) / sum(stream.result.timings.mean_ms(s) for s in ratios)
-    report(f"workbench GUI thread during a {frames}-frame take: {gui_cpu:.2f} s CPU in {wall:.1f} s "
-           f"({100 * share:.1f}% of one core); per-stage ms workbench / engine alone: "
-           + ", ".join(f"{s} {r:.2f}" for s, r in ratios.items()) + f", all stages {total:.2f}")
-    assert np.array_equal(result.codes, stream.result.codes)   # the same request
+    report(f"workbench GUI thread during a 30 s take at real-time pace ({QApplication.platformName()}): "
+           f"{gui_cpu:.2f} s CPU in {wall:.1f} s = {100 * share:.1f}% of one core")
     assert share <= 0.10, f"the GUI thread used {100 * share:.1f}% of a core"
+
+
+def test_latencies_shown_match_the_engine_alone(qtbot, window, report):
+    """The same greedy request in the window (drawn live, as fast as the engine goes: the window's
+    busiest case) and on the engine alone, twice around it; per-stage ms per frame compared."""
+    from kazeia.engine import Engine
+    window.sampling.play_live.setChecked(False)
+    window.sampling.greedy.setChecked(True)
+    window.sampling.max_frames.setValue(200)
+    job = window.job()
+    alone = Engine.load(window.info.path, threads=job["threads"])
+
+    def run_alone():
+        stream = alone.stream(job["text"], speaker=job["speaker"], language=job["language"], sampling=job["sampling"])
+        for _ in stream:
+            pass
+        return stream.result
+    runs = [run_alone()]
+    with qtbot.waitSignal(window.controller.finished, timeout=600_000) as blocker:
+        cpu0, wall0 = time.thread_time(), time.perf_counter()
+        assert window.generate()
+    gui_cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+    qtbot.wait(20)
+    runs.append(run_alone())
+    take = window.store.takes[-1]
+    stages = ("talker", "code_predictor", "decoder")
+    alone_ms = {s: float(np.mean([r.timings.mean_ms(s) for r in runs])) for s in stages}
+    ratios = {s: take.timings[f"{s}_ms"] / alone_ms[s] for s in stages}
+    total = sum(take.timings[f"{s}_ms"] for s in stages) / sum(alone_ms.values())
+    report(f"workbench per-stage ms / engine alone ({job['threads']} threads, 200 frames, GUI thread "
+           f"{100 * gui_cpu / wall:.0f}% of a core at full speed): "
+           + ", ".join(f"{s} {r:.2f}" for s, r in ratios.items()) + f", all stages {total:.2f}")
+    assert np.array_equal(blocker.args[0].codes, runs[0].codes)   # the same request
     assert total <= 1.5   # a loose bound on a shared machine; the ratio itself is in the summary
 
 
@@ -215,15 +252,17 @@ def test_errors_show_in_a_banner_that_clears_on_success(qtbot, window, workdir):
 def test_threads_and_placement_apply_to_the_next_take_as_they_ran(qtbot, window):
     """A change made while a take runs is queued behind it: that take records what it ran with,
     the next one the new values (read from the engine, not from the combo boxes)."""
-    window.backend.threads.setValue(1)
-    qtbot.waitUntil(lambda: getattr(window, "applied", None) is not None and window.applied.threads == 1)
+    if window.backend.threads.maximum() < 2:
+        pytest.skip("one core: no other thread count to switch to")
+    before = window.controller.engine.threads
+    after = 2 if before == 1 else 1
     window.sampling.max_frames.setValue(60)
     changed = []
 
     def on_chunk(chunk):
         if not changed:   # mid-take
             changed.append(1)
-            window.backend.threads.setValue(2)
+            window.backend.threads.setValue(after)
             window.backend.set_placement(ALL_SCHED)
     window.controller.chunk_ready.connect(on_chunk)
     with qtbot.waitSignal(window.controller.finished, timeout=TIMEOUT_MS):
@@ -231,11 +270,11 @@ def test_threads_and_placement_apply_to_the_next_take_as_they_ran(qtbot, window)
     qtbot.wait(20)
     window.controller.chunk_ready.disconnect(on_chunk)
     first = window.store.takes[-1]
-    assert first.threads == 1 and first.placement == ALL_CPU
+    assert first.threads == before and first.placement == ALL_CPU
     generate(qtbot, window, frames=4)
     second = window.store.takes[-1]
-    assert second.threads == 2 and second.placement == ALL_SCHED
-    assert window.controller.engine.threads == 2
+    assert second.threads == after and second.placement == ALL_SCHED
+    assert window.controller.engine.threads == after and window.applied.threads == after
 
 
 def test_compare_placements_makes_two_takes_with_their_difference(qtbot, window):
@@ -449,21 +488,25 @@ def test_playback_reaches_the_audio_device(qtbot, workdir):
 
 
 def test_the_limiter_keeps_captured_playback_within_full_scale(qtbot, workdir):
+    """A take at 1.5x full scale: what reaches the device stays below 1.0 (the file device may be
+    reopened per stream: the take is looked for by its limited peak, and every sample it ever
+    received is checked)."""
     w, audio = capture_window(qtbot, workdir)
     loud = (1.5 * np.sin(np.arange(24000) * 2 * np.pi * 440 / 24000)).astype(np.float32)
     take = w.store.add(Take(id="loud", created=time.time(), text="too loud", model=str(w.info.path), request={},
                             sampling={}, placement=ALL_CPU, threads=1, timings={}, stop_reason="eos",
                             sample_rate=24000, audio=loud))
     w.takes.refresh(select=take)
-    before = len(captured_audio())
     w.toggle_play()
     assert w.playing is take, w.messages[-1:]
     qtbot.waitUntil(lambda: audio.position >= len(loud), timeout=30_000)
     qtbot.waitUntil(lambda: not audio.playing, timeout=30_000)
     audio.stop()
-    qtbot.waitUntil(lambda: len(captured_audio()) - before >= 0.9 * len(loud), timeout=10_000)   # (file writes lag)
-    played = captured_audio()[before:]
-    assert float(np.abs(played).max()) <= 1.0 and float(np.abs(played).max()) > 0.9   # limited, not muted
+    # the limited sine peaks at the ceiling: 0.9 of its samples lie above 0.15
+    qtbot.waitUntil(lambda: np.count_nonzero(np.abs(captured_audio()) > 0.9 * CEILING) >= 0.1 * 0.9 * len(loud),
+                    timeout=10_000)
+    played = captured_audio()
+    assert float(np.abs(played).max()) <= CEILING <= 1.0
     w.controller.shutdown()
 
 

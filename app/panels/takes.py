@@ -163,7 +163,7 @@ class TakesPanel(Panel):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setWordWrap(False)
-        self.table.horizontalHeader().setMaximumSectionSize(200)
+        self.table.horizontalHeader().setMaximumSectionSize(150)
         self.details = QLabel("")
         self.details.setWordWrap(True)
         self.details.setTextFormat(Qt.RichText)
@@ -216,7 +216,8 @@ class TakesPanel(Panel):
 
     def _count(self) -> None:
         shown, total = self.proxy.rowCount(), len(self.store.takes)
-        self.count.setText(f"{shown} of {total} takes" if shown != total else f"{total} takes")
+        noun = "take" if total == 1 else "takes"
+        self.count.setText(f"{shown} of {total} {noun}" if shown != total else f"{total} {noun}")
 
     def set_model_path(self, path: str) -> None:
         self.proxy.set_model_path(path)

@@ -89,12 +89,12 @@ launch_report describe_sched_launch(ggml_backend_sched_t sched, ggml_cgraph * gf
         if (!accel || b != cpu) continue;
         // an op of a stage scheduled onto the accelerator that the CPU computes: say why
         std::string why;
-        if (!ggml_backend_supports_op(accel, node)) {
+        if (const ggml_tensor * w = weight_in_cpu_memory(node, accel)) {
+            why = std::string("reads ") + w->name + ", which " + r.device + " cannot hold (kept in CPU memory)";
+        } else if (!ggml_backend_supports_op(accel, node)) {
             why = "not supported by " + r.device;
         } else if (base_of(node)->buffer && !lives_on(accel, base_of(node)->buffer)) {
             why = "writes CPU memory";
-        } else if (const ggml_tensor * w = weight_in_cpu_memory(node, accel)) {
-            why = std::string("reads ") + w->name + ", which " + r.device + " cannot hold (kept in CPU memory)";
         } else {
             why = "placed by the scheduler next to its CPU inputs";
         }
