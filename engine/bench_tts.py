@@ -18,7 +18,7 @@ from .demo import cache_dir
 from .accuracy import logit_divergence
 from .engine import Engine, SamplingParams
 from .reference.proc_stats import peak_rss_mb, reset_peak_rss
-from .model_file import ModelFile, open_model
+from .model_file import ModelFile
 from .random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config
 from .threads import available_cores, default_threads
 

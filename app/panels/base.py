@@ -3,8 +3,8 @@ saved the moment the operator changes something (not only on a clean close)."""
 from __future__ import annotations
 
 from PySide6.QtCore import QSettings, Signal
-from PySide6.QtWidgets import (QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QPlainTextEdit, QSlider,
-                               QWidget)
+from PySide6.QtWidgets import (QAbstractButton, QAbstractSpinBox, QComboBox, QFormLayout, QGroupBox, QLineEdit,
+                               QPlainTextEdit, QSlider, QVBoxLayout, QWidget)
 
 
 def watch(widgets, slot) -> None:
@@ -32,6 +32,14 @@ class Panel(QWidget):
         self._restoring = False
         self._restored = False   # nothing is saved before the saved settings were read
         self.changed.connect(self._save_now)
+
+    def framed_form(self, title: str) -> QFormLayout:
+        """The panel as one titled group of labelled rows."""
+        box = QGroupBox(title)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(box)
+        return QFormLayout(box)
 
     def key(self, name: str) -> str:
         return f"{self.panel_id}/{name}"

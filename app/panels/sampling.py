@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFormLayout, QGroupBox, QPushButton, QSpinBox, QVBoxLayout
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QPushButton, QSpinBox
 
 from kazeia.engine import SamplingParams
 
@@ -21,11 +21,7 @@ class SamplingPanel(Panel):
 
     def __init__(self, settings):
         super().__init__(settings)
-        box = QGroupBox("Sampling")
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(box)
-        form = QFormLayout(box)
+        form = self.framed_form("Sampling")
         self.seed = QSpinBox()
         self.seed.setRange(0, 2 ** 31 - 1)
         self.greedy = QCheckBox("greedy (argmax)")

@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QPushButton, QSizePolicy, QSplitter, QTableView, QVBoxLayout, QWidget)
+                               QPushButton, QSizePolicy, QSplitter, QTableView, QVBoxLayout)
 
 from kazeia.engine.placement import STAGES
 

@@ -2,7 +2,7 @@
 with the profile's kind and the model it was made for."""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit, QVBoxLayout
+from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit
 
 from .base import Panel, watch
 
@@ -13,11 +13,7 @@ class VoicePanel(Panel):
     def __init__(self, settings, library):
         super().__init__(settings)
         self.library = library
-        box = QGroupBox("Voice")
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(box)
-        form = QFormLayout(box)
+        form = self.framed_form("Voice")
         self.speaker = QComboBox()
         self.language = QComboBox()
         self.language.addItem("auto")
