@@ -103,7 +103,12 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
 
 
 def main_bench(args) -> int:
-    if args.placements is not None:
+    if args.contend is not None:
+        from .bench_contend import bench_contend
+        result = bench_contend(args.contend, size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
+                               frames=args.frames, runs=args.runs, threads=args.threads, model_path=args.model,
+                               progress=not args.quiet)
+    elif args.placements is not None:
         from .bench_placement import bench_placements
         result = bench_placements(tuple(args.placements) or ("cpu", "accel-weights", "accel-sched"), size=args.size,
                                   out_type=args.type, decoder_type=args.decoder_type or "f16", frames=args.frames,

@@ -277,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--placements", nargs="*", choices=["cpu", "accel-weights", "accel-sched"], default=None,
                    help="time every placement (all when none named) stage by stage, with where each launch ran "
                         "and its accuracy against f32 on the CPU")
+    b.add_argument("--contend", type=int, default=None, metavar="N",
+                   help="time the pipeline idle and with N busy processes pinned to cores, alternating, at the "
+                        "default thread policy and at a fixed count")
     b.add_argument("--size", choices=["0.6b", "1.7b"], default="0.6b")
     b.add_argument("--frames", type=int, default=50)
     b.add_argument("--threads", type=int, default=None)

@@ -16,7 +16,7 @@ from . import placement as placements
 from .model_file import ModelFile, ModelInfo
 from .prompt import PromptBuilder, PromptPlan, Voice
 from .speech_decoder import SpeechDecoder
-from .threads import check_threads, default_threads
+from .threads import ThreadPolicy, check_threads, default_threads
 
 FRAMES_PER_TOKEN = 16      # slow, emotional speech stays far below this (normal speech: ~4)
 HEADROOM_FRAMES = 100      # 8 s on top, for short texts
@@ -128,6 +128,7 @@ class Engine:
         self.model = model
         self.threads = check_threads(threads or default_threads())
         self._pool = _native.ThreadPool(self.threads)   # one persistent pool for every stage
+        self.thread_policy = ThreadPolicy(self._pool)   # how many of them each launch uses
         self._prompts = PromptBuilder(model)
         self._lock = threading.Lock()
         self.cp_single_launch = True   # the code predictor's 15 sub-steps in one graph launch
@@ -161,6 +162,7 @@ class Engine:
             return
         with self._lock:
             self._pool = _native.ThreadPool(threads)
+            self.thread_policy = ThreadPolicy(self._pool, adaptive=self.thread_policy.adaptive)
             self.threads = threads
         self.set_placement(self.placement)   # rebinds every stage to the new pool
 
@@ -230,7 +232,10 @@ class Engine:
         with self._lock:
             plan, sampling, timings, start = self._prepare(text, speaker, language, instruct, voice, sampling,
                                                            streaming_text)
-            out = self._generate(plan, sampling, None)
+            policy = self.thread_policy
+            policy.restart()
+            out = self._generate(plan, sampling,
+                                 lambda index, codes, talker_ms, cp_ms, prefill_ms: policy.observe(talker_ms + cp_ms) or True)
             codes = out["codes"]
             t_dec = time.perf_counter()
             audio = self._decode(codes, voice)
@@ -311,6 +316,7 @@ class AudioStream:
             return False
         t = self._timings
         t.prefill_ms = prefill_ms
+        self._engine.thread_policy.observe(talker_ms + cp_ms)
         t.talker_ms.append(talker_ms)
         t.code_predictor_ms.append(cp_ms)
         t.frames = index + 1
@@ -340,6 +346,7 @@ class AudioStream:
     def _run(self, plan: PromptPlan, sampling: SamplingParams) -> None:
         try:
             with self._engine._lock:
+                self._engine.thread_policy.restart()
                 if self._prime_codes is not None:
                     self._decoder.push(self._prime_codes)
                 out = self._engine._generate(plan, sampling, self._on_frame)

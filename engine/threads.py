@@ -1,7 +1,9 @@
-"""Thread counts: never more compute threads than the cores this process may run on."""
+"""Thread counts: never more compute threads than the cores this process may run on, and fewer
+while other processes hold some of them."""
 from __future__ import annotations
 
 import os
+import time
 
 
 def available_cores() -> int:
@@ -28,3 +30,102 @@ def check_threads(threads: int) -> int:
         raise ValueError(f"threads={threads} is more than the {cores} core(s) this process may use: ggml's "
                          f"workers wait on each other at every op, so extra threads stall the engine")
     return threads
+
+
+def _cpu_jiffies(cpus: set[int]) -> tuple[int, int] | None:
+    """(busy, total) jiffies of these CPUs since boot (/proc/stat), or None where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            busy = total = 0
+            for line in f:
+                if not line.startswith("cpu") or line.startswith("cpu "):
+                    continue
+                name, *values = line.split()
+                if int(name[3:]) in cpus:
+                    v = [int(x) for x in values[:8]]
+                    total += sum(v)
+                    busy += sum(v) - v[3] - v[4]   # minus idle and iowait
+            return busy, total
+    except (OSError, ValueError):
+        return None
+
+
+class ThreadPolicy:
+    """How many of the pool's threads each launch uses, from how busy the machine's other processes
+    keep this process's cores. ggml's workers spin at every op barrier: where another process holds
+    a core, a descheduled worker stalls the others, and one fewer worker is faster (0.6B q8_0 on 2
+    cores with one busy process pinned to a core: RTF 2.2 on one thread against 4.0 on two; idle, two
+    threads give 1.4). Every `period` seconds of synthesis it compares the cores' busy time (/proc/stat)
+    with this process's own CPU time; what is left is what other processes use, and the launches use
+    the cores that remain (at least one). One policy for the CLI, the API and the workbench."""
+
+    def __init__(self, pool, adaptive: bool = True, period: float = 0.25, smoothing: float = 0.5):
+        self.pool = pool
+        self.size = pool.n_threads
+        try:
+            self._cpus = os.sched_getaffinity(0)
+        except AttributeError:
+            self._cpus = set(range(os.cpu_count() or 1))
+        self._hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.adaptive = adaptive and self.size > 1 and _cpu_jiffies(self._cpus) is not None
+        self.period, self.smoothing = period, smoothing
+        self.others = 0.0    # cores' worth of CPU other processes used lately (smoothed)
+        self.switches = 0
+        self._mark = None
+        pool.active = self.size
+
+    @property
+    def active(self) -> int:
+        return self.pool.active
+
+    def observe(self, frame_ms: float = 0.0) -> None:
+        """Called after every frame; decides at most once per `period`."""
+        if self.adaptive:
+            self._update(self.period, self.smoothing)
+
+    def restart(self) -> None:
+        """Before a synthesis (and its prefill): the threads other processes have runnable right now
+        (/proc/stat procs_running, less this one) stand in until the first period has been measured."""
+        if not self.adaptive:
+            return
+        running = _procs_running()
+        if running is not None:
+            self.others = float(min(len(self._cpus), max(0, running - 1)))
+            self._apply()
+        self._mark = (time.perf_counter(), _cpu_jiffies(self._cpus), _own_cpu_seconds())
+
+    def _update(self, min_wall: float, smoothing: float) -> None:
+        now = (time.perf_counter(), _cpu_jiffies(self._cpus), _own_cpu_seconds())
+        if self._mark is None or now[1] is None:
+            self._mark = now
+            return
+        wall = now[0] - self._mark[0]
+        if wall < min_wall:
+            return
+        machine = (now[1][0] - self._mark[1][0]) / self._hz
+        others = max(0.0, machine - (now[2] - self._mark[2])) / wall
+        self._mark = now
+        self.others = smoothing * self.others + (1 - smoothing) * others
+        self._apply()
+
+    def _apply(self) -> None:
+        want = max(1, min(self.size, int(len(self._cpus) - self.others + 0.3)))
+        if want != self.pool.active:
+            self.pool.active = want
+            self.switches += 1
+
+
+def _procs_running() -> int | None:
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith("procs_running"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _own_cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system

@@ -24,7 +24,9 @@ py::dict report_dict(const launch_report & r) {
 void register_devices(py::module_ & m) {
     py::class_<thread_pool, std::shared_ptr<thread_pool>>(m, "ThreadPool")
         .def(py::init<int>(), py::arg("n_threads"))
-        .def_property_readonly("n_threads", &thread_pool::n_threads);
+        .def_property_readonly("n_threads", &thread_pool::n_threads)
+        .def_property("active", &thread_pool::active, &thread_pool::set_active,
+                      "threads each launch uses (1..n_threads); the thread policy moves it between frames");
 
     m.def("devices", [] {
         py::list out;

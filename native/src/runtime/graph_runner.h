@@ -97,6 +97,7 @@ public:
     const launch_report & report() const { return report_; }
     bool allocated() const { return report_.nodes > 0; }
     void compute() {
+        ggml_backend_cpu_set_n_threads(backend_, pool_->active());
         const ggml_status st = sched_ ? ggml_backend_sched_graph_compute(sched_, gf_) : ggml_backend_graph_compute(backend_, gf_);
         if (st != GGML_STATUS_SUCCESS) throw std::runtime_error("graph compute failed");
     }
