@@ -76,12 +76,41 @@ def _cmd_decode(args) -> int:
     return 0
 
 
+def read_text_file(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise ValueError(f"--text-file {path}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"--text-file {path}: a folder, not a text file") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"--text-file {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise ValueError(f"--text-file {path}: cannot read it ({e.strerror})") from None
+
+
+def check_output_path(path: str) -> None:
+    import os
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"{path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"{path}: cannot write into {folder}")
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder: give a file name (.wav or .flac)")
+
+
 def _cmd_say(args) -> int:
     import numpy as np
 
     from .audio_io import write_audio
     from .demo import resolve_model
     from .engine import Engine, SamplingParams
+    text = args.text if args.text is not None else read_text_file(args.text_file)
+    check_output_path(args.output)   # before minutes of synthesis, not after
+    if args.codes_out:
+        check_output_path(args.codes_out)
     engine = Engine.load(resolve_model(args.model), threads=args.threads, placement=args.placement)
     info = engine.info
     if info.random_weights:
@@ -92,9 +121,6 @@ def _cmd_say(args) -> int:
             setattr(sampling, name, getattr(args, name))
     if args.greedy:
         sampling = sampling.greedy()
-    if args.text is None and args.text_file is None:
-        raise ValueError("give --text or --text-file")
-    text = args.text if args.text is not None else open(args.text_file, encoding="utf-8").read()
     voice = None
     if args.voice:
         from .voice import load_voice
@@ -189,11 +215,20 @@ def _check_placements(model: str) -> int:
     return 1 if failed else 0
 
 
+def thread_count(text: str) -> int:
+    from .threads import check_threads
+    try:
+        return check_threads(int(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e) if text.strip().lstrip("-").isdigit() else
+                                         f"threads must be a whole number, got {text!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .gguf_file import FILE_TYPES, HALF_OR_F32
     from .random_model import SIZES, VARIANTS
     p = argparse.ArgumentParser(prog="kazeia", description="Kazeia: local Qwen3-TTS speech synthesis on ggml")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command")
 
     c = sub.add_parser("convert", help="convert a released Qwen3-TTS checkpoint folder into one GGUF file")
     c.add_argument("hf_dir", help="checkpoint folder (config.json, model.safetensors, speech_tokenizer/, ...)")
@@ -228,23 +263,28 @@ def build_parser() -> argparse.ArgumentParser:
     dc.add_argument("--stream", action="store_true", help="decode frame by frame, as during generation")
     dc.add_argument("--one-pass", action="store_true",
                     help="no 300-frame chunk restarts (the reference restarts; this differs after 24 s)")
-    dc.add_argument("--threads", type=int, default=None)
+    dc.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core; fewer while other processes hold some)")
     dc.set_defaults(func=_cmd_decode)
 
-    s = sub.add_parser("say", help="speak text into an audio file")
+    s = sub.add_parser("say", help="speak text into an audio file",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       description="Sampling defaults (temperature, top-k, top-p) are the model's own "
+                                   "(kazeia info MODEL); threads: every core this process may use "
+                                   "($KAZEIA_THREADS overrides), fewer while other processes hold some.")
     s.add_argument("--model", required=True, help='a GGUF file, or "demo" for the bundled demo model')
-    s.add_argument("--text", default=None)
-    s.add_argument("--text-file", default=None, help="read the text from a UTF-8 file")
+    text = s.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text", default=None, help="the text to speak")
+    text.add_argument("--text-file", default=None, help="read the text from a UTF-8 file")
     s.add_argument("-o", "--output", required=True, help=".wav (float) or .flac")
     s.add_argument("--speaker", default=None, help="CustomVoice speaker")
-    s.add_argument("--language", default="auto")
+    s.add_argument("--language", default="auto", help="a language the model knows (kazeia info MODEL), or auto")
     s.add_argument("--instruct", default=None, help="voice description (VoiceDesign, 1.7B CustomVoice)")
     s.add_argument("--voice", default=None, help="voice profile (Base models)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=int, default=0, help="sampling seed (the same seed gives the same audio)")
     s.add_argument("--greedy", action="store_true", help="argmax everywhere (parity with the reference)")
-    s.add_argument("--temperature", type=float, default=None)
-    s.add_argument("--top-k", type=int, default=None)
-    s.add_argument("--top-p", type=float, default=None)
+    s.add_argument("--temperature", type=float, default=None, help="talker temperature (default: the model's)")
+    s.add_argument("--top-k", type=int, default=None, help="talker top-k, 0 = off (default: the model's)")
+    s.add_argument("--top-p", type=float, default=None, help="talker top-p (default: the model's)")
     s.add_argument("--max-frames", type=int, default=None, help="default: derived from the text length")
     s.add_argument("--stream", action="store_true", help="decode while generating (reports time to first audio)")
     feed = s.add_mutually_exclusive_group()
@@ -253,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     feed.add_argument("--no-streaming-text", dest="streaming_text", action="store_false",
                       help="whole text in the prompt (default for CustomVoice and VoiceDesign)")
     s.add_argument("--codes-out", default=None, help="also save the codes [frames, 16] as .npy")
-    s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core; fewer while other processes hold some)")
     s.add_argument("--placement", default="cpu", choices=["cpu", "accel-weights", "accel-sched"],
                    help="where the stages run (kazeia devices lists what is available)")
     s.set_defaults(func=_cmd_say)
@@ -265,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     vc.add_argument("--audio", required=True, help="reference audio: any format, rate and channel count")
     vc.add_argument("--text", default=None, help="its transcript: in-context cloning (else x-vector only)")
     vc.add_argument("-o", "--output", required=True, help="voice profile to write (.kzvoice)")
-    vc.add_argument("--threads", type=int, default=None)
+    vc.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core; fewer while other processes hold some)")
     vc.set_defaults(func=_cmd_voice_create)
 
     b = sub.add_parser("bench", help="benchmark on full-size random weights (JSON)")
@@ -282,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "default thread policy and at a fixed count")
     b.add_argument("--size", choices=["0.6b", "1.7b"], default="0.6b")
     b.add_argument("--frames", type=int, default=50)
-    b.add_argument("--threads", type=int, default=None)
+    b.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core; fewer while other processes hold some)")
     b.add_argument("--runs", type=int, default=1,
                    help="alternate this many Kazeia and vox runs and report each one's median run")
     b.add_argument("--decoder-type", choices=HALF_OR_F32, default=None, help="default f16 (stage all), f32 (decoder)")
@@ -305,7 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from .errors import ConversionError, ModelLoadError
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:   # plain `kazeia`: what it can do, not an error
+        parser.print_help()
+        return 0
     try:
         return args.func(args)
     except (ConversionError, ModelLoadError, FileNotFoundError, ValueError) as e:

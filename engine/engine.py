@@ -126,7 +126,7 @@ class Engine:
 
     def __init__(self, model: ModelFile, threads: int | None = None, placement: str | dict | None = None):
         self.model = model
-        self.threads = check_threads(threads or default_threads())
+        self.threads = check_threads(default_threads() if threads is None else threads)
         self._pool = _native.ThreadPool(self.threads)   # one persistent pool for every stage
         self.thread_policy = ThreadPolicy(self._pool)   # how many of them each launch uses
         self._prompts = PromptBuilder(model)
@@ -137,7 +137,9 @@ class Engine:
 
     @classmethod
     def load(cls, path: str | os.PathLike, threads: int | None = None, placement: str | dict | None = None) -> "Engine":
-        return cls(ModelFile(path), threads=threads, placement=placement)
+        """`path`: a GGUF file, or "demo" for the bundled demo model (as on the command line)."""
+        from .demo import resolve_model
+        return cls(ModelFile(resolve_model(path)), threads=threads, placement=placement)
 
     def set_placement(self, placement: str | dict | None) -> None:
         """cpu | accel-weights | accel-sched, for all stages or per stage ({"talker": ...}).

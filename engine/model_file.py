@@ -42,8 +42,16 @@ class ModelInfo:
     def n_params(self) -> int:
         return sum(s["n_params"] for s in self.stages.values())
 
+    @property
+    def size_label(self) -> str:
+        """The size for people: `size` is what the checkpoint's config says (it decides behaviour, as in
+        the reference), but test checkpoints keep a released config over tiny dimensions."""
+        if self.size != "tiny" and self.n_params < 100e6:
+            return f"tiny ({self.size} config)"
+        return {"0b6": "0.6B", "1b7": "1.7B"}.get(self.size, self.size)
+
     def summary(self) -> str:
-        lines = [f"{self.path.name}: Qwen3-TTS {self.variant}, size {self.size}, {self.file_type}, "
+        lines = [f"{self.path.name}: Qwen3-TTS {self.variant}, size {self.size_label}, {self.file_type}, "
                  f"{self.n_params / 1e6:.1f} M parameters, {self.file_size / 2**20:.1f} MiB"]
         if self.random_weights:
             lines.append("  RANDOM WEIGHTS: produces noise, for demos, tests and benchmarks only")

@@ -16,7 +16,11 @@ def available_cores() -> int:
 def default_threads() -> int:
     env = os.environ.get("KAZEIA_THREADS")
     if env:
-        return max(1, int(env))
+        try:
+            return check_threads(int(env))
+        except ValueError as e:
+            raise ValueError(f"KAZEIA_THREADS={env!r}: {e}" if env.strip().lstrip("-").isdigit() else
+                             f"KAZEIA_THREADS={env!r}: a whole number of threads, 1 to {available_cores()}") from None
     return available_cores()
 
 

@@ -151,3 +151,32 @@ def test_say_on_the_demo_model(tmp_path):
     assert np.load(tmp_path / "codes.npy").shape == (8, 16)
     r = kazeia("say", "--model", "demo", "--text", "Hi", "--speaker", "nobody", "-o", tmp_path / "x.wav", env=env)
     assert r.returncode == 2 and "choose one of" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_new_user_manners(tmp_path):
+    """What a new user met: each gets a clear answer before any synthesis."""
+    env = {"KAZEIA_CACHE_DIR": str(tmp_path / "cache")}
+    r = kazeia()   # no command: the help, not an error
+    assert r.returncode == 0 and "say" in r.stdout and "bench" in r.stdout
+    r = kazeia("say", "--help")
+    assert "default: 0" in r.stdout and "default: auto" in r.stdout and "KAZEIA_THREADS" in r.stdout
+    r = kazeia("say", "--model", "demo", "--text", "Hi.", "--text-file", tmp_path / "t.txt", "-o", tmp_path / "a.wav")
+    assert r.returncode == 2 and "not allowed with" in r.stderr   # one or the other
+    r = kazeia("say", "--model", "demo", "--text-file", tmp_path / "missing.txt", "-o", tmp_path / "a.wav", env=env)
+    assert r.returncode == 2 and "missing.txt: no such file" in r.stderr and "Errno" not in r.stderr
+    r = kazeia("say", "--model", "demo", "--text", "Hi.", "-o", tmp_path / "no" / "such" / "a.wav", env=env)
+    assert r.returncode == 2 and "does not exist" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "cache").exists()   # refused before the demo model was even made
+    for bad in ("0", "99", "two"):
+        r = kazeia("say", "--model", "demo", "--text", "Hi.", "-o", tmp_path / "a.wav", env={**env, "KAZEIA_THREADS": bad})
+        assert r.returncode == 2 and "KAZEIA_THREADS" in r.stderr, (bad, r.stderr)
+    r = kazeia("say", "--model", "demo", "--text", "Hi.", "-o", tmp_path / "a.wav", "--threads", "0", env=env)
+    assert r.returncode == 2 and "threads must be a whole number" in r.stderr
+
+
+def test_api_accepts_demo_and_names_tiny_checkpoints(tmp_path, converted, monkeypatch):
+    from kazeia.engine import Engine, open_model
+    monkeypatch.setenv("KAZEIA_CACHE_DIR", str(tmp_path / "cache"))
+    assert Engine.load("demo", threads=1).info.random_weights   # as on the command line
+    info = open_model(converted("base")).info
+    assert info.size == "1b7" and info.size_label == "tiny (1b7 config)" and "size tiny" in info.summary()

@@ -156,7 +156,7 @@ class BackendPanel(Panel):
                 box.setCurrentIndex(index)
 
     def show_model(self, info) -> None:
-        label = f"{info.path.name}: {info.variant}, {info.size}, {info.file_type}"
+        label = f"{info.path.name}: {info.variant}, {info.size_label}, {info.file_type}"
         if info.random_weights:
             label += "   [RANDOM WEIGHTS: produces noise]"
         self.model_label.setText(label)
