@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,10 +21,12 @@ REFERENCE_SCRIPTS = Path(__file__).parent / "reference"
 
 
 def _interpreter(env_var: str, venv: str) -> Path | None:
-    """$env_var, else <venv>/bin/python in the working folder or beside the source tree."""
+    """$env_var, else <venv>/bin/python in the project folder (the one holding this interpreter's
+    .venv), beside the source tree, or in the working folder."""
     env = os.environ.get(env_var)
-    candidates = [Path(env)] if env else [Path.cwd() / venv / "bin" / "python",
-                                          Path(__file__).resolve().parents[1] / venv / "bin" / "python"]
+    candidates = [Path(env)] if env else [Path(sys.prefix).parent / venv / "bin" / "python",
+                                          Path(__file__).resolve().parents[1] / venv / "bin" / "python",
+                                          Path.cwd() / venv / "bin" / "python"]
     return next((p for p in candidates if p.exists()), None)
 
 
@@ -38,13 +41,41 @@ def vox_python() -> Path | None:
 
 
 def bench_model(size: str, decoder_type: str, progress: bool, out_type: str = "q8_0") -> Path:
-    """A cached full-size random model; the same seed gives the same values in every type."""
+    """A cached random model of `size`; the same seed gives the same values in every type."""
     path = cache_dir() / f"bench-{size}-custom_voice-{out_type}-dec{decoder_type}-seed0.gguf"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
+        if progress:
+            print(f"making the {size} {out_type} random model once: {path} (0.6B: 0.8-4 GB, 1.7B: 2-8 GB; "
+                  "minutes)", file=sys.stderr)
         make_random_model(path, size=size, variant="custom_voice", seed=0, out_type=out_type,
                           decoder_type=decoder_type, progress=progress)
+        if progress:
+            print(f"wrote {path} ({path.stat().st_size / 1e9:.2f} GB)", file=sys.stderr)
     return path
+
+
+def model_path_for(model: str | None, size: str, decoder_type: str, progress: bool, out_type: str) -> Path:
+    """--model (a file, or "demo"), else the cached random model of --size."""
+    if model:
+        from .demo import resolve_model
+        return resolve_model(model)
+    return bench_model(size, decoder_type, progress, out_type=out_type)
+
+
+def decoder_type_of(info) -> str:
+    """The type the speech decoder's matrices are stored in (what ran, not what was asked for)."""
+    types = info.stages.get("decoder", {}).get("tensors_by_type", {})
+    big = {t: n for t, n in types.items() if t != "f32"}
+    return max(big, key=big.get) if big else "f32"
+
+
+def same_size(info, size: str) -> bool:
+    """Whether a model has the dimensions of the random models of `size` (what the reference and peers
+    are built at): comparing across sizes made a tiny model look 151x faster than a 0.6B reference."""
+    from .random_model import _TALKER
+    return info.hparams["talker"]["hidden_size"] == _TALKER[size][0] and \
+        info.hparams["talker"]["num_layers"] == _TALKER[size][2]
 
 
 def run_reference_script(script: str, *args) -> dict:
@@ -69,7 +100,7 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
                   reference: bool = True, model_path: str | None = None, seed: int = 0,
                   progress: bool = True) -> dict:
     threads = threads or default_threads()
-    path = Path(model_path) if model_path else bench_model(size, decoder_type, progress)
+    path = model_path_for(model_path, size, decoder_type, progress, "q8_0")
     model = open_model(path)
     codes = np.random.default_rng(seed).integers(0, 2048, size=(frames, 16), dtype=np.int32)
     dec = SpeechDecoder(model, threads=threads)
@@ -87,14 +118,17 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
         per_frame.append(time.perf_counter() - start)
     offline_ms = 1000 * min(offline) / frames
     result = {
-        "stage": "decoder", "model": str(path), "size": size, "decoder_type": decoder_type,
+        "stage": "decoder", "model": str(path), "size": model.info.size_label, "decoder_type": decoder_type_of(model.info),
         "threads": threads, "cores": available_cores(), "frames": frames,
         "kazeia": {"offline_ms_per_frame": offline_ms, "offline_rtf": offline_ms / 80.0,
                    "stream_ms_per_frame_mean": 1000 * float(np.mean(per_frame)),
                    "stream_ms_first_frame": 1000 * per_frame[0],
                    "stream_ms_per_frame_p90": 1000 * float(np.percentile(per_frame, 90))},
     }
-    if reference:
+    if reference and not same_size(model.info, size):
+        result["reference"] = {"available": False, "reason": f"the model is {model.info.size_label}, the reference "
+                                                              f"would run --size {size}: not compared"}
+    elif reference:
         ref = run_reference_script("decoder_bench.py", frames, threads, seed)
         result["reference"] = ref
         if ref.get("available"):
@@ -123,8 +157,12 @@ def main_bench(args) -> int:
                            frames=args.frames, threads=args.threads, reference=not args.no_reference,
                            divergence_types=tuple(args.divergence or ()), model_path=args.model,
                            progress=not args.quiet, peers=not args.no_peers, runs=args.runs)
+    from .bench_report import summary
     text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    if args.json == "-":
+        print(text)
+    else:
+        print(summary(result))
+        if args.json:
+            Path(args.json).write_text(text + "\n")
     return 0

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from .bench import bench_model
+from .bench import model_path_for
 from .bench_tts import BENCH_TEXT
 from .engine import Engine, SamplingParams
 from .threads import available_cores, default_threads
@@ -54,7 +54,7 @@ def bench_contend(n: int = 1, size: str = "0.6b", out_type: str = "q8_0", decode
                   frames: int = 48, runs: int = 2, threads: int | None = None, model_path: str | None = None,
                   progress: bool = True) -> dict:
     threads = threads or default_threads()
-    path = model_path or bench_model(size, decoder_type, progress, out_type=out_type)
+    path = model_path_for(model_path, size, decoder_type, progress, out_type)
     policies = {"default": Engine.load(path, threads=threads), "fixed": Engine.load(path, threads=threads)}
     policies["fixed"].thread_policy.adaptive = False   # every launch on every thread, whatever runs beside
     for engine in policies.values():

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench import REFERENCE_SCRIPTS, bench_model, reference_python, run_reference_script, run_script, vox_python
+from .bench import (REFERENCE_SCRIPTS, bench_model, decoder_type_of, model_path_for, reference_python,
+                    run_reference_script, run_script, same_size, vox_python)
 from .convert import convert
 from .demo import cache_dir
 from .accuracy import logit_divergence
@@ -121,7 +122,8 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
                           n_frames, threads, BENCH_TEXT, "vivian", "english")
 
     # every file is made before anything is timed, and written out (no writeback during a run)
-    path = Path(model_path) if model_path else model_for(out_type, decoder_type)
+    path = model_path_for(model_path, size, decoder_type, progress, out_type) if model_path else \
+        model_for(out_type, decoder_type)
     vox_prepared = run_vox(0) if shared else {}
     if hasattr(os, "sync"):
         os.sync()
@@ -151,7 +153,8 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     roofline_ms = (wbytes["talker"] + wbytes["code_predictor"]) / (bandwidth[str(threads)] * 1e9) * 1000
     lm_ms = per_frame["talker"] + per_frame["code_predictor"]
     result = {
-        "stage": "all", "model": str(path), "size": engine.info.size, "type": out_type, "decoder_type": decoder_type,
+        "stage": "all", "model": str(path), "size": engine.info.size_label, "type": engine.info.file_type,
+        "decoder_type": decoder_type_of(engine.info),
         "threads": threads, "cores": available_cores(), "frames": kazeia.pop("frames"), "runs": runs,
         "checkpoint": str(shared) if shared else f"Kazeia's own random model ({why_not_shared})",
         "kazeia": kazeia,
@@ -169,7 +172,10 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
             result["speedup_vs_vox"] = vox["total_ms_per_frame"] / sum(per_frame.values())
     elif peers and not model_path and vox_python() is not None:
         result["vox"] = {"available": False, "reason": why_not_shared}
-    if reference:
+    if reference and not same_size(engine.info, size):
+        result["reference"] = {"available": False, "reason": f"the model is {engine.info.size_label}, the reference "
+                                                              f"would run --size {size}: not compared"}
+    elif reference:
         ref = reference_tts(engine.model, size, frames, threads)
         result["reference"] = ref
         if ref.get("available"):

@@ -320,17 +320,17 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--contend", type=int, default=None, metavar="N",
                    help="time the pipeline idle and with N busy processes pinned to cores, alternating, at the "
                         "default thread policy and at a fixed count")
-    b.add_argument("--size", choices=["0.6b", "1.7b"], default="0.6b")
+    b.add_argument("--size", choices=SIZES, default="0.6b", help="random model to make and measure")
     b.add_argument("--frames", type=int, default=50)
     b.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core; fewer while other processes hold some)")
     b.add_argument("--runs", type=int, default=1,
                    help="alternate this many Kazeia and vox runs and report each one's median run")
     b.add_argument("--decoder-type", choices=HALF_OR_F32, default=None, help="default f16 (stage all), f32 (decoder)")
-    b.add_argument("--model", default=None, help="benchmark this file instead of a cached random model")
+    b.add_argument("--model", default=None, help='benchmark this file (or "demo") instead of a cached random model')
     b.add_argument("--no-reference", action="store_true", help="skip the PyTorch reference")
     b.add_argument("--no-peers", action="store_true",
                    help="skip peer engines (vox-tts, when installed: all engines then run one shared checkpoint)")
-    b.add_argument("--json", default=None, help="also write the result to this file")
+    b.add_argument("--json", default=None, help="write the whole result as JSON to this file (- for the terminal)")
     b.add_argument("-q", "--quiet", action="store_true")
     b.set_defaults(func=_cmd_bench)
 

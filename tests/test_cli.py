@@ -180,3 +180,18 @@ def test_api_accepts_demo_and_names_tiny_checkpoints(tmp_path, converted, monkey
     assert Engine.load("demo", threads=1).info.random_weights   # as on the command line
     info = open_model(converted("base")).info
     assert info.size == "1b7" and info.size_label == "tiny (1b7 config)" and "size tiny" in info.summary()
+
+
+def test_bench_manners(tmp_path):
+    """A table on the terminal, JSON on request; --model demo and --size tiny; no comparison across
+    sizes; the decoder type of the file that ran."""
+    env = {"KAZEIA_CACHE_DIR": str(tmp_path / "cache")}
+    r = kazeia("bench", "--model", "demo", "--frames", "3", "--threads", "1", "--no-peers", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "talker / cp / decoder ms" in r.stdout and "not compared" in r.stdout and not r.stdout.startswith("{")
+    r = kazeia("bench", "--size", "tiny", "--type", "f32", "--decoder-type", "bf16", "--frames", "3", "--threads", "1",
+               "--no-peers", "--no-reference", "--json", "-", env=env)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["size"] == "tiny" and result["decoder_type"] == "bf16" and result["type"] == "f32"
+    assert "making the tiny f32 random model once" in r.stderr

@@ -1,0 +1,67 @@
+"""The short table `kazeia bench` prints on the terminal (the whole result goes to --json)."""
+from __future__ import annotations
+
+STAGES = ("talker", "code_predictor", "decoder")
+
+
+def _ms(d: dict) -> str:
+    return " / ".join(f"{d[s]:.1f}" for s in STAGES)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()   # noqa: E731
+    return [line(header), line(["-" * w for w in widths]), *map(line, rows)]
+
+
+def _compared(name: str, d: dict | None, ours_ms: float, key: str) -> str:
+    if not d:
+        return ""
+    if not d.get("available"):
+        return f"{name}: not run ({d.get('reason', '?')})"
+    return f"{name}: {d[key]:.1f} ms per frame; Kazeia {d[key] / ours_ms:.2f}x faster"
+
+
+def summary(result: dict) -> str:
+    stage = result.get("stage")
+    head = f"{result.get('model', '')}: {result.get('size', '')}, threads {result.get('threads')}"
+    lines = [head]
+    if stage == "all":
+        k = result["kazeia"]
+        lines[0] += f", {result['type']} with a {result['decoder_type']} decoder, {result['frames']} frames"
+        lines += _table(["engine", "talker / cp / decoder ms", "total ms", "TTFA ms", "RTF", "peak MB"],
+                        [["Kazeia", _ms(k["ms_per_frame"]), f"{k['total_ms_per_frame']:.1f}", f"{k['ttfa_ms']:.0f}",
+                          f"{k['rtf']:.2f}", f"{k['peak_rss_mb']:.0f}"]])
+        r = result["roofline"]
+        lines.append(f"talker + code predictor at {r['ratio_to_roofline']:.2f}x the memory-bandwidth roofline")
+        for name, key in (("vox", "vox"), ("reference", "reference")):
+            text = _compared(name, result.get(key), k["total_ms_per_frame"], "total_ms_per_frame")
+            if text:
+                lines.append(text)
+        for q, d in result.get("divergence_vs_f32", {}).items():
+            lines.append(f"{q} vs f32: talker KL {d['talker_kl']:.4f}, code predictor KL {d['code_predictor_kl']:.4f}")
+    elif stage == "decoder":
+        k = result["kazeia"]
+        lines += _table(["engine", "offline ms/frame", "stream ms/frame", "first frame ms"],
+                        [["Kazeia", f"{k['offline_ms_per_frame']:.1f}", f"{k['stream_ms_per_frame_mean']:.1f}",
+                          f"{k['stream_ms_first_frame']:.1f}"]])
+        text = _compared("reference", result.get("reference"), k["offline_ms_per_frame"], "ms_per_frame")
+        if text:
+            lines.append(text)
+    elif stage == "placements":
+        rows = []
+        for mode, p in result["placements"].items():
+            if not p.get("available"):
+                rows.append([mode, "unavailable", "", "", p.get("reason", "")])
+                continue
+            a = p["accuracy_vs_f32_cpu"]
+            rows.append([mode, _ms(p["ms_per_frame"]), f"{p['rtf']:.2f}",
+                         f"KL {a['talker_kl']:.1e} / {a['code_predictor_kl']:.1e}, SNR {a['decoder_snr_db']:.1f} dB",
+                         "passes" if p["passes_gate"] else "FAILS the gate"])
+        lines += _table(["placement", "talker / cp / decoder ms", "RTF", "accuracy vs f32 on the CPU", "gate"], rows)
+    elif stage == "contend":
+        rows = [[name, f"{p['idle']['rtf']:.2f}", f"{p['contended']['rtf']:.2f}",
+                 f"{p['contended_over_idle_rtf']:.2f}x", _ms(p["contended"]["ms_per_frame"])]
+                for name, p in result["policies"].items()]
+        lines += _table(["threads", "idle RTF", f"RTF, {result['contend']} busy", "ratio", "contended ms"], rows)
+    return "\n".join(lines)
