@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "ggml.h"
+#include "runtime/gemv_q6_k.h"
 
 namespace kazeia {
 
@@ -17,10 +18,11 @@ namespace kazeia {
 // (another type, more than one column, K not whole blocks, a CPU without AVX2): use ggml_mul_mat.
 ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
-// w x through this kernel when it applies and `cpu` (the stage computes on the CPU backend), else
-// ggml_mul_mat.
+// w x through Kazeia's one-column kernel for its type (q8_0, q6_K) when one applies and `cpu` (the
+// stage computes on the CPU backend), else ggml_mul_mat.
 inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool cpu) {
-    ggml_tensor * y = cpu ? gemv_q8_0(ctx, w, x) : nullptr;
+    ggml_tensor * y = nullptr;
+    if (cpu) y = w->type == GGML_TYPE_Q6_K ? gemv_q6_k(ctx, w, x) : gemv_q8_0(ctx, w, x);
     return y ? y : ggml_mul_mat(ctx, w, x);
 }
 

@@ -1,0 +1,127 @@
+#include "runtime/gemv_q6_k.h"
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "ggml-cpu.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KAZEIA_X86 1
+#endif
+
+namespace kazeia {
+namespace {
+
+constexpr int64_t k_qk = 256;
+
+struct block_q6k {        // ggml's block_q6_K
+    uint8_t ql[k_qk / 2];  // low 4 bits
+    uint8_t qh[k_qk / 4];  // high 2 bits
+    int8_t scales[k_qk / 16];
+    uint16_t d;            // fp16
+};
+static_assert(sizeof(block_q6k) == 210, "q6_K block layout");
+
+struct block_q8k {        // ggml's block_q8_K
+    float d;
+    int8_t qs[k_qk];
+    int16_t bsums[k_qk / 16];
+};
+static_assert(sizeof(block_q8k) == 292, "q8_K block layout");
+
+#ifdef KAZEIA_X86
+__attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// One 256-value block: sum over 16-value groups of scale * (q6 - 32) . q8, as 8 int32 lanes.
+__attribute__((target("avx2,fma,f16c"))) inline __m256i block_dot(const block_q6k & w, const block_q8k & x) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    __m256i sum = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {
+        const uint8_t * ql = w.ql + 64 * half;
+        const uint8_t * qh = w.qh + 32 * half;
+        const int8_t * sc = w.scales + 8 * half;
+        const int8_t * q8 = x.qs + 128 * half;
+        const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ql));
+        const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ql + 32));
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qh));
+        const __m256i q[4] = {
+            _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4)),
+            _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4)),
+        };
+        for (int j = 0; j < 4; ++j) {   // 32 values: groups 2j and 2j+1 of this half
+            const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q8 + 32 * j));
+            const __m256i p = _mm256_maddubs_epi16(q[j], xq);   // u6 x s8, pairs: 16 x s16
+            const __m256i s = _mm256_setr_m128i(_mm_set1_epi16(sc[2 * j]), _mm_set1_epi16(sc[2 * j + 1]));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, s));
+        }
+    }
+    return sum;
+}
+
+__attribute__((target("avx2,fma,f16c")))
+void rows_avx2(const block_q6k * w, const block_q8k * x, float * y, int64_t nb, int64_t r0, int64_t r1) {
+    // the -32 offset of every weight, taken out once per block: 32 * sum of scale * (group's q8 sum)
+    for (int64_t r = r0; r < r1; ++r) {
+        const block_q6k * row = w + r * nb;
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        float offset = 0.0f;
+        for (int64_t b = 0; b < nb; ++b) {
+            const block_q6k & wb = row[b];
+            const float d = _cvtsh_ss(wb.d) * x[b].d;
+            int32_t bias = 0;
+            for (int g = 0; g < 16; ++g) bias += int32_t(wb.scales[g]) * x[b].bsums[g];
+            offset += d * float(32 * bias);
+            acc[b & 3] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(block_dot(wb, x[b])), acc[b & 3]);
+        }
+        y[r] = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]))) - offset;
+    }
+}
+
+bool has_avx2() {
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                            __builtin_cpu_supports("f16c");
+    return yes;
+}
+
+void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * w = dst->src[0];
+    const ggml_tensor * x = dst->src[1];
+    const int64_t k = w->ne[0], rows = w->ne[1], nb = k / k_qk;
+    // every thread quantises the (short) vector itself, with ggml's routine: a custom op has no barrier
+    thread_local std::vector<block_q8k> q;
+    q.resize(size_t(nb));
+    ggml_get_type_traits_cpu(GGML_TYPE_Q8_K)->from_float(static_cast<const float *>(x->data), q.data(), k);
+    const int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
+    rows_avx2(static_cast<const block_q6k *>(w->data), q.data(), static_cast<float *>(dst->data), nb, r0, r1);
+}
+#endif  // KAZEIA_X86
+
+}  // namespace
+
+ggml_tensor * gemv_q6_k(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+#ifndef KAZEIA_X86
+    (void)ctx, (void)w, (void)x;
+    return nullptr;
+#else
+    if (w->type != GGML_TYPE_Q6_K || x->type != GGML_TYPE_F32 || ggml_n_dims(w) > 2 || x->ne[1] != 1 ||
+        x->ne[2] != 1 || x->ne[3] != 1 || x->ne[0] != w->ne[0] || w->ne[0] % k_qk != 0 || !ggml_is_contiguous(w) ||
+        !ggml_is_contiguous(x) || !has_avx2()) {
+        return nullptr;
+    }
+    ggml_tensor * args[] = {w, x};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], 1, 1, 1, args, 2, gemv_op, GGML_N_TASKS_MAX, nullptr);
+#endif
+}
+
+}  // namespace kazeia
