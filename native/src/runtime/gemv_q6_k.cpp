@@ -39,18 +39,27 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-// One 256-value block: sum over 16-value groups of scale * (q6 - 32) . q8, as 8 int32 lanes.
+// One 256-value block: sum over its 16-value groups of scale * (q6 - 32) . q8, as 8 int32 lanes.
+// The -32 of every weight comes off once per block through q8_K's group sums.
 __attribute__((target("avx2,fma,f16c"))) inline __m256i block_dot(const block_q6k & w, const block_q8k & x) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
-    __m256i sum = _mm256_setzero_si256();
+    // byte shuffles that spread scales 2j and 2j+1 over 8 lanes each (j = 0..7)
+    static const int8_t spread[8][16] = {
+        {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},         {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+        {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},         {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+        {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},         {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+        {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
+        {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15}};
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(w.scales));
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.bsums));
+    __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                   _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), bsums), 5));
     for (int half = 0; half < 2; ++half) {
         const uint8_t * ql = w.ql + 64 * half;
-        const uint8_t * qh = w.qh + 32 * half;
-        const int8_t * sc = w.scales + 8 * half;
         const int8_t * q8 = x.qs + 128 * half;
         const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ql));
         const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ql + 32));
-        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qh));
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w.qh + 32 * half));
         const __m256i q[4] = {
             _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4)),
             _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4)),
@@ -59,11 +68,11 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256i block_dot(const block_q6
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4)),
         };
-        for (int j = 0; j < 4; ++j) {   // 32 values: groups 2j and 2j+1 of this half
+        for (int j = 0; j < 4; ++j) {   // 32 values: groups 8 half + 2j and the next
             const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q8 + 32 * j));
-            const __m256i p = _mm256_maddubs_epi16(q[j], xq);   // u6 x s8, pairs: 16 x s16
-            const __m256i s = _mm256_setr_m128i(_mm_set1_epi16(sc[2 * j]), _mm_set1_epi16(sc[2 * j + 1]));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, s));
+            const __m128i pick = _mm_loadu_si128(reinterpret_cast<const __m128i *>(spread[4 * half + j]));
+            const __m256i s = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, pick));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], xq), s));   // u6 x s8 pairs
         }
     }
     return sum;
@@ -71,20 +80,14 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256i block_dot(const block_q6
 
 __attribute__((target("avx2,fma,f16c")))
 void rows_avx2(const block_q6k * w, const block_q8k * x, float * y, int64_t nb, int64_t r0, int64_t r1) {
-    // the -32 offset of every weight, taken out once per block: 32 * sum of scale * (group's q8 sum)
     for (int64_t r = r0; r < r1; ++r) {
         const block_q6k * row = w + r * nb;
         __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-        float offset = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
-            const block_q6k & wb = row[b];
-            const float d = _cvtsh_ss(wb.d) * x[b].d;
-            int32_t bias = 0;
-            for (int g = 0; g < 16; ++g) bias += int32_t(wb.scales[g]) * x[b].bsums[g];
-            offset += d * float(32 * bias);
-            acc[b & 3] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(block_dot(wb, x[b])), acc[b & 3]);
+            const __m256 d = _mm256_set1_ps(_cvtsh_ss(row[b].d) * x[b].d);
+            acc[b & 3] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(block_dot(row[b], x[b])), acc[b & 3]);
         }
-        y[r] = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]))) - offset;
+        y[r] = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
     }
 }
 

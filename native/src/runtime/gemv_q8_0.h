@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "ggml.h"
 #include "runtime/gemv_q6_k.h"
@@ -19,10 +20,12 @@ namespace kazeia {
 ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
 // w x through Kazeia's one-column kernel for its type (q8_0, q6_K) when one applies and `cpu` (the
-// stage computes on the CPU backend), else ggml_mul_mat.
+// stage computes on the CPU backend), else ggml_mul_mat. KAZEIA_GGML_PRODUCTS=1 in the environment
+// uses ggml's everywhere (to measure the kernels against it).
 inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool cpu) {
+    static const bool ggml_only = std::getenv("KAZEIA_GGML_PRODUCTS") != nullptr;
     ggml_tensor * y = nullptr;
-    if (cpu) y = w->type == GGML_TYPE_Q6_K ? gemv_q6_k(ctx, w, x) : gemv_q8_0(ctx, w, x);
+    if (cpu && !ggml_only) y = w->type == GGML_TYPE_Q6_K ? gemv_q6_k(ctx, w, x) : gemv_q8_0(ctx, w, x);
     return y ? y : ggml_mul_mat(ctx, w, x);
 }
 
