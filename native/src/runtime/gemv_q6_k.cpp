@@ -6,10 +6,7 @@
 
 #include "ggml-cpu.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define KAZEIA_X86 1
-#endif
+#include "runtime/gemv_common.h"
 
 namespace kazeia {
 namespace {
@@ -32,13 +29,6 @@ struct block_q8k {        // ggml's block_q8_K
 static_assert(sizeof(block_q8k) == 292, "q8_K block layout");
 
 #ifdef KAZEIA_X86
-__attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 // One 256-value block: sum over its 16-value groups of scale * (q6 - 32) . q8, as 8 int32 lanes.
 // The -32 of every weight comes off once per block through q8_K's group sums.
 __attribute__((target("avx2,fma,f16c"))) inline __m256i block_dot(const block_q6k & w, const block_q8k & x) {
@@ -91,11 +81,6 @@ void rows_avx2(const block_q6k * w, const block_q8k * x, float * y, int64_t nb, 
     }
 }
 
-bool has_avx2() {
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                            __builtin_cpu_supports("f16c");
-    return yes;
-}
 
 void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * w = dst->src[0];
@@ -113,17 +98,10 @@ void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
 }  // namespace
 
 ggml_tensor * gemv_q6_k(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-#ifndef KAZEIA_X86
-    (void)ctx, (void)w, (void)x;
-    return nullptr;
+#ifdef KAZEIA_X86
+    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, gemv_op);
 #else
-    if (w->type != GGML_TYPE_Q6_K || x->type != GGML_TYPE_F32 || ggml_n_dims(w) > 2 || x->ne[1] != 1 ||
-        x->ne[2] != 1 || x->ne[3] != 1 || x->ne[0] != w->ne[0] || w->ne[0] % k_qk != 0 || !ggml_is_contiguous(w) ||
-        !ggml_is_contiguous(x) || !has_avx2()) {
-        return nullptr;
-    }
-    ggml_tensor * args[] = {w, x};
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], 1, 1, 1, args, 2, gemv_op, GGML_N_TASKS_MAX, nullptr);
+    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, nullptr);
 #endif
 }
 

@@ -5,10 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define KAZEIA_X86 1
-#endif
+#include "runtime/gemv_common.h"
 
 namespace kazeia {
 namespace {
@@ -22,13 +19,6 @@ struct block_q8 {   // ggml's block_q8_0
 static_assert(sizeof(block_q8) == 34, "q8_0 block layout");
 
 #ifdef KAZEIA_X86
-__attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 // The vector as q8_0 blocks, as ggml quantises it: scale amax / 127 (kept as fp16), values
 // x * 127 / amax rounded to nearest even.
 __attribute__((target("avx2,fma,f16c")))
@@ -114,13 +104,8 @@ void rows_vnni(const block_q8 * w, const int8_t * q, const float * d, float * y,
 #undef KAZEIA_GEMV_BODY
 #undef KAZEIA_GEMV_ROW
 
-bool has_avx2() {
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                            __builtin_cpu_supports("f16c");
-    return yes;
-}
 bool has_vnni() {
-    static const bool yes = has_avx2() && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    static const bool yes = cpu_has_avx2() && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     return yes;
 }
 // tests pin the AVX2 path to check it on CPUs that have VNNI
@@ -150,17 +135,10 @@ void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
 }  // namespace
 
 ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-#ifndef KAZEIA_X86
-    (void)ctx, (void)w, (void)x;
-    return nullptr;
+#ifdef KAZEIA_X86
+    return one_column_op(ctx, w, x, GGML_TYPE_Q8_0, k_block, gemv_op);
 #else
-    if (w->type != GGML_TYPE_Q8_0 || x->type != GGML_TYPE_F32 || ggml_n_dims(w) > 2 || x->ne[1] != 1 ||
-        x->ne[2] != 1 || x->ne[3] != 1 || x->ne[0] != w->ne[0] || w->ne[0] % k_block != 0 || !ggml_is_contiguous(w) ||
-        !ggml_is_contiguous(x) || !has_avx2()) {
-        return nullptr;
-    }
-    ggml_tensor * args[] = {w, x};
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], 1, 1, 1, args, 2, gemv_op, GGML_N_TASKS_MAX, nullptr);
+    return one_column_op(ctx, w, x, GGML_TYPE_Q8_0, k_block, nullptr);
 #endif
 }
 
