@@ -221,12 +221,14 @@ def test_one_column_q8_0_kernel_matches_ggml():
         assert np.abs(ggml - ours).max() <= 1e-6 * np.abs(ggml).max()
 
 
-def test_one_column_q6_k_kernel_matches_ggml():
-    """The gate-passing q6_K type gets its own one-column kernel too (ggml's q8_K quantisation of the
-    vector; only the order of the float sums differs)."""
-    for rows, cols in [(64, 1024), (1031, 3072), (7, 256), (1, 2048)]:
-        applied, ggml, ours = _native.compare_gemv_q6_k(rows, cols, seed=rows)
+def test_q6_k_kernel_matches_ggml():
+    """The gate-passing q6_K type gets its own kernel too: one column (steps) and several (prefill,
+    four columns per unpacked block plus the rest one by one); ggml's q8_K quantisation of the
+    columns, so only the order of the float sums differs."""
+    for rows, cols, n in [(64, 1024, 1), (1031, 3072, 1), (7, 256, 1), (1, 2048, 1), (64, 1024, 4), (33, 512, 7),
+                          (1031, 3072, 67)]:
+        applied, ggml, ours = _native.compare_gemv_q6_k(rows, cols, n, seed=rows)
         if not applied:
             pytest.skip("the kernel needs AVX2, FMA and F16C")
-        assert ggml.shape == ours.shape == (rows,)
-        assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max()
+        assert ggml.shape == ours.shape == (n, rows)
+        assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (rows, cols, n)

@@ -214,15 +214,15 @@ void register_model(py::module_ & m) {
         return py::make_tuple(!y[1].empty(), as_array(y[0], 1).attr("reshape")(rows), as_array(y[1], 1).attr("reshape")(-1));
     }, "W x for a random q8_0 W through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml, ours)",
        py::arg("rows"), py::arg("cols"), py::arg("seed") = 0, py::arg("avx2_only") = false);
-    m.def("compare_gemv_q6_k", [as_array](int64_t rows, int64_t cols, uint64_t seed) {
+    m.def("compare_gemv_q6_k", [as_array](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         std::vector<std::vector<float>> y;
         {
             py::gil_scoped_release release;
-            y = compare_products(GGML_TYPE_Q6_K, rows, cols, 1, seed, 2, {ggml_mul_mat, gemv_q6_k});
+            y = compare_products(GGML_TYPE_Q6_K, rows, cols, n, seed, 2, {ggml_mul_mat, gemv_q6_k});
         }
-        return py::make_tuple(!y[1].empty(), as_array(y[0], 1).attr("reshape")(rows), as_array(y[1], 1).attr("reshape")(-1));
-    }, "W x for a random q6_K W through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml, ours)",
-       py::arg("rows"), py::arg("cols"), py::arg("seed") = 0);
+        return py::make_tuple(!y[1].empty(), as_array(y[0], n), y[1].empty() ? as_array(y[0], n) : as_array(y[1], n));
+    }, "W x for a random q6_K W and x of n columns through ggml_mul_mat and Kazeia's kernel: (applied?, ggml "
+       "[n, rows], ours [n, rows])", py::arg("rows"), py::arg("cols"), py::arg("n") = 1, py::arg("seed") = 0);
     m.def("compare_repacked_matmul", [as_array](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         std::vector<std::vector<float>> y;
         bool made = false;

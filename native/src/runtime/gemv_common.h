@@ -29,20 +29,21 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
 #endif
 
 // dst = w x through `op` (a ggml custom op over rows) when w is `type` [K, N] with K a multiple of
-// `block`, x one contiguous f32 column and the CPU has AVX2; else nullptr (use ggml_mul_mat).
+// `block`, x contiguous f32 (one column, or with `any_columns` a 2-D [K, n]) and the CPU has AVX2;
+// else nullptr (use ggml_mul_mat).
 inline ggml_tensor * one_column_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_type type,
-                                   int64_t block, ggml_custom_op_t op) {
+                                   int64_t block, ggml_custom_op_t op, bool any_columns = false) {
 #ifndef KAZEIA_X86
-    (void)ctx, (void)w, (void)x, (void)type, (void)block, (void)op;
+    (void)ctx, (void)w, (void)x, (void)type, (void)block, (void)op, (void)any_columns;
     return nullptr;
 #else
-    if (w->type != type || x->type != GGML_TYPE_F32 || ggml_n_dims(w) > 2 || x->ne[1] != 1 || x->ne[2] != 1 ||
-        x->ne[3] != 1 || x->ne[0] != w->ne[0] || w->ne[0] % block != 0 || !ggml_is_contiguous(w) ||
+    if (w->type != type || x->type != GGML_TYPE_F32 || ggml_n_dims(w) > 2 || (x->ne[1] != 1 && !any_columns) ||
+        x->ne[2] != 1 || x->ne[3] != 1 || x->ne[0] != w->ne[0] || w->ne[0] % block != 0 || !ggml_is_contiguous(w) ||
         !ggml_is_contiguous(x) || !cpu_has_avx2()) {
         return nullptr;
     }
     ggml_tensor * args[] = {w, x};
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], 1, 1, 1, args, 2, op, GGML_N_TASKS_MAX, nullptr);
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, op, GGML_N_TASKS_MAX, nullptr);
 #endif
 }
 

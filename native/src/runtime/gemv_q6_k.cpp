@@ -29,24 +29,29 @@ struct block_q8k {        // ggml's block_q8_K
 static_assert(sizeof(block_q8k) == 292, "q8_K block layout");
 
 #ifdef KAZEIA_X86
-// One 256-value block: sum over its 16-value groups of scale * (q6 - 32) . q8, as 8 int32 lanes.
-// The -32 of every weight comes off once per block through q8_K's group sums.
-__attribute__((target("avx2,fma,f16c"))) inline __m256i block_dot(const block_q6k & w, const block_q8k & x) {
+// byte shuffles that spread scales 2j and 2j+1 over 8 lanes each (j = 0..7)
+alignas(16) const int8_t k_spread[8][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},         {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},         {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},         {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
+    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15}};
+
+// One 256-value weight block against C columns' blocks: per column, the sum over its 16-value
+// groups of scale * (q6 - 32) . q8, as 8 int32 lanes. The block is unpacked once for all C; the -32
+// of every weight comes off through q8_K's group sums.
+template <int C>
+__attribute__((target("avx2,fma,f16c"))) inline void block_dot(const block_q6k & w, const block_q8k * const * x,
+                                                                 __m256i * sum) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
-    // byte shuffles that spread scales 2j and 2j+1 over 8 lanes each (j = 0..7)
-    static const int8_t spread[8][16] = {
-        {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},         {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-        {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},         {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
-        {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},         {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
-        {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
-        {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15}};
     const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(w.scales));
-    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.bsums));
-    __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                   _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), bsums), 5));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc);
+    for (int c = 0; c < C; ++c) {
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[c]->bsums));
+        sum[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums), 5));
+    }
     for (int half = 0; half < 2; ++half) {
         const uint8_t * ql = w.ql + 64 * half;
-        const int8_t * q8 = x.qs + 128 * half;
         const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ql));
         const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ql + 32));
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w.qh + 32 * half));
@@ -59,39 +64,61 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256i block_dot(const block_q6
                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4)),
         };
         for (int j = 0; j < 4; ++j) {   // 32 values: groups 8 half + 2j and the next
-            const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q8 + 32 * j));
-            const __m128i pick = _mm_loadu_si128(reinterpret_cast<const __m128i *>(spread[4 * half + j]));
+            const __m128i pick = _mm_load_si128(reinterpret_cast<const __m128i *>(k_spread[4 * half + j]));
             const __m256i s = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, pick));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], xq), s));   // u6 x s8 pairs
+            for (int c = 0; c < C; ++c) {
+                const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[c]->qs + 128 * half + 32 * j));
+                sum[c] = _mm256_add_epi32(sum[c], _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], xq), s));   // u6 x s8
+            }
         }
     }
-    return sum;
 }
 
+// y[c * rows + r] for rows [r0, r1) and C columns starting at `col`: each weight row is unpacked
+// once per C columns; one column keeps four blocks in flight instead.
+template <int C>
 __attribute__((target("avx2,fma,f16c")))
-void rows_avx2(const block_q6k * w, const block_q8k * x, float * y, int64_t nb, int64_t r0, int64_t r1) {
+void rows_avx2(const block_q6k * w, const block_q8k * x, float * y, int64_t nb, int64_t rows, int64_t r0, int64_t r1,
+               int64_t col) {
     for (int64_t r = r0; r < r1; ++r) {
         const block_q6k * row = w + r * nb;
         __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int64_t b = 0; b < nb; ++b) {
-            const __m256 d = _mm256_set1_ps(_cvtsh_ss(row[b].d) * x[b].d);
-            acc[b & 3] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(block_dot(row[b], x[b])), acc[b & 3]);
+            const block_q8k * xs[C];
+            for (int c = 0; c < C; ++c) xs[c] = x + (col + c) * nb + b;
+            __m256i sum[C];
+            block_dot<C>(row[b], xs, sum);
+            const float dw = _cvtsh_ss(row[b].d);
+            for (int c = 0; c < C; ++c) {
+                const int a = C == 1 ? int(b & 3) : c;
+                acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xs[c]->d), _mm256_cvtepi32_ps(sum[c]), acc[a]);
+            }
         }
-        y[r] = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+        if (C == 1) {
+            y[col * rows + r] = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+        } else {
+            for (int c = 0; c < C; ++c) y[(col + c) * rows + r] = hsum(acc[c]);
+        }
     }
 }
-
 
 void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * w = dst->src[0];
     const ggml_tensor * x = dst->src[1];
-    const int64_t k = w->ne[0], rows = w->ne[1], nb = k / k_qk;
-    // every thread quantises the (short) vector itself, with ggml's routine: a custom op has no barrier
+    const int64_t k = w->ne[0], rows = w->ne[1], nb = k / k_qk, cols = x->ne[1];
+    // every thread quantises the (few) columns itself, with ggml's routine: a custom op has no barrier
     thread_local std::vector<block_q8k> q;
-    q.resize(size_t(nb));
-    ggml_get_type_traits_cpu(GGML_TYPE_Q8_K)->from_float(static_cast<const float *>(x->data), q.data(), k);
+    q.resize(size_t(nb * cols));
+    const auto quantize = ggml_get_type_traits_cpu(GGML_TYPE_Q8_K)->from_float;
+    for (int64_t c = 0; c < cols; ++c) {
+        quantize(reinterpret_cast<const float *>(static_cast<const char *>(x->data) + c * x->nb[1]), q.data() + c * nb, k);
+    }
     const int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
-    rows_avx2(static_cast<const block_q6k *>(w->data), q.data(), static_cast<float *>(dst->data), nb, r0, r1);
+    const auto * wq = static_cast<const block_q6k *>(w->data);
+    float * y = static_cast<float *>(dst->data);
+    int64_t c = 0;
+    for (; c + 4 <= cols; c += 4) rows_avx2<4>(wq, q.data(), y, nb, rows, r0, r1, c);
+    for (; c < cols; ++c) rows_avx2<1>(wq, q.data(), y, nb, rows, r0, r1, c);
 }
 #endif  // KAZEIA_X86
 
@@ -99,9 +126,9 @@ void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
 
 ggml_tensor * gemv_q6_k(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 #ifdef KAZEIA_X86
-    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, gemv_op);
+    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, gemv_op, /*any_columns=*/true);
 #else
-    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, nullptr);
+    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, nullptr, true);
 #endif
 }
 

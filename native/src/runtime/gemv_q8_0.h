@@ -25,7 +25,7 @@ ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool cpu) {
     static const bool ggml_only = std::getenv("KAZEIA_GGML_PRODUCTS") != nullptr;
     ggml_tensor * y = nullptr;
-    if (cpu && !ggml_only) y = w->type == GGML_TYPE_Q6_K ? gemv_q6_k(ctx, w, x) : gemv_q8_0(ctx, w, x);
+    if (cpu && !ggml_only) y = w->type == GGML_TYPE_Q6_K ? gemv_q6_k(ctx, w, x) : gemv_q8_0(ctx, w, x);   // (q6_K: any columns)
     return y ? y : ggml_mul_mat(ctx, w, x);
 }
 
