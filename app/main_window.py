@@ -61,7 +61,6 @@ class MainWindow(QMainWindow):
         self.voices = VoiceLibrary(self.store.folder.parent)
         self.info = None
         self.live: Take | None = None        # the take being generated
-        self.live_ran = None                 # what it runs with (from the worker)
         self._live_timings = None
         self._dirty = False
         self._ticks = 0
@@ -373,7 +372,6 @@ class MainWindow(QMainWindow):
         self.live = Take(id=TakeStore.new_id(), created=time.time(), text=job["text"], model=str(self.info.path),
                          request=recorded, sampling=asdict(sampling), placement=dict(job["placement"]),
                          threads=job["threads"], timings={}, stop_reason="", sample_rate=self.info.sample_rate)
-        self.live_ran = None
         self._live_timings = None
         self.stop_playback()
         self._live_playback = self.sampling.play_live.isChecked() and self.backend.has_output
@@ -401,7 +399,6 @@ class MainWindow(QMainWindow):
             self.stop_playback()
 
     def _on_started(self, ran) -> None:
-        self.live_ran = ran
         if self.live is not None:   # the take records what runs, not what the combo boxes say
             self.live.placement, self.live.threads = dict(ran.placement), ran.threads
 
@@ -675,7 +672,6 @@ class MainWindow(QMainWindow):
         self.controller.preview(self.voices.path(name), self.voice.language.currentText())
 
     def _on_preview(self, audio) -> None:
-        self.last_preview = audio
         if self.backend.has_output and self.audio.available:
             self.audio.play(audio)
         self.show_status(f"preview: {len(audio) / self.info.sample_rate:.1f} s", 4000)
