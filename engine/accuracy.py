@@ -6,6 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 AUDIO_CODES = 2048   # the talker ids that are audio codes (what it may choose besides EOS)
+GATE_KL, GATE_TOP5, GATE_SNR_DB = 0.02, 0.97, 30.0   # vox's gate for logits; decoder SNR from issue 11
+LOGIT_STAGES = ("talker", "code_predictor")
+
+
+def stage_gates(d: dict) -> dict[str, bool]:
+    """Per stage, whether a logit_divergence result passes vox's gate (KL and reference argmax in top 5)."""
+    return {s: d[f"{s}_kl"] <= GATE_KL and d[f"{s}_ref_argmax_in_top5"] >= GATE_TOP5 for s in LOGIT_STAGES}
 
 
 def kl(p_logits: np.ndarray, q_logits: np.ndarray) -> float:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .demo import cache_dir
+from .gguf_file import TypeMix
 from .model_file import open_model
 from .random_model import make_random_model
 from .speech_decoder import SpeechDecoder
@@ -42,13 +43,14 @@ def vox_python() -> Path | None:
 
 def bench_model(size: str, decoder_type: str, progress: bool, out_type: str = "q8_0") -> Path:
     """A cached random model of `size`; the same seed gives the same values in every type."""
-    path = cache_dir() / f"bench-{size}-custom_voice-{out_type}-dec{decoder_type}-seed0.gguf"
+    mix = TypeMix.parse(out_type, fallback="q8_0")
+    path = cache_dir() / f"bench-{size}-custom_voice-{mix.slug}-dec{decoder_type}-seed0.gguf"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         if progress:
             print(f"making the {size} {out_type} random model once: {path} (0.6B: 0.8-4 GB, 1.7B: 2-8 GB; "
                   "minutes)", file=sys.stderr)
-        make_random_model(path, size=size, variant="custom_voice", seed=0, out_type=out_type,
+        make_random_model(path, size=size, variant="custom_voice", seed=0, out_type=mix,
                           decoder_type=decoder_type, progress=progress)
         if progress:
             print(f"wrote {path} ({path.stat().st_size / 1e9:.2f} GB)", file=sys.stderr)
@@ -65,9 +67,7 @@ def model_path_for(model: str | None, size: str, decoder_type: str, progress: bo
 
 def decoder_type_of(info) -> str:
     """The type the speech decoder's matrices are stored in (what ran, not what was asked for)."""
-    types = info.stages.get("decoder", {}).get("tensors_by_type", {})
-    big = {t: n for t, n in types.items() if t != "f32"}
-    return max(big, key=big.get) if big else "f32"
+    return info.stage_type("decoder")
 
 
 def same_size(info, size: str) -> bool:
@@ -117,6 +117,7 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
         stream.push(codes[i:i + 1])
         per_frame.append(time.perf_counter() - start)
     offline_ms = 1000 * min(offline) / frames
+    from .bench_compute import decoder_compute
     result = {
         "stage": "decoder", "model": str(path), "size": model.info.size_label, "decoder_type": decoder_type_of(model.info),
         "threads": threads, "cores": available_cores(), "frames": frames,
@@ -124,6 +125,7 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
                    "stream_ms_per_frame_mean": 1000 * float(np.mean(per_frame)),
                    "stream_ms_first_frame": 1000 * per_frame[0],
                    "stream_ms_per_frame_p90": 1000 * float(np.percentile(per_frame, 90))},
+        "decoder_compute": decoder_compute(dec, decoder_type_of(model.info), offline_ms),
     }
     if reference and not same_size(model.info, size):
         result["reference"] = {"available": False, "reason": f"the model is {model.info.size_label}, the reference "

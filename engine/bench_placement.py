@@ -6,20 +6,15 @@ top-5, vox's gate) and its decoder on the same codes (SNR). On a software GPU (l
 timings only say that it ran: accuracy is what counts there."""
 from __future__ import annotations
 
-from .accuracy import decoder_snr_db, logit_divergence
+from .accuracy import GATE_KL, GATE_SNR_DB, GATE_TOP5, decoder_snr_db, logit_divergence, stage_gates
 from .bench import bench_model
 from .bench_tts import BENCH_TEXT
 from .engine import Engine, SamplingParams
 from .placement import MODES, mode_status, silent_cpu_stages, stage_lines
 from .threads import default_threads
 
-GATE_KL, GATE_TOP5, GATE_SNR_DB = 0.02, 0.97, 30.0   # vox's gate for logits; decoder SNR from issue 11
-
-
 def passes_gate(d: dict) -> bool:
-    return (d["talker_kl"] <= GATE_KL and d["code_predictor_kl"] <= GATE_KL
-            and d["talker_ref_argmax_in_top5"] >= GATE_TOP5 and d["code_predictor_ref_argmax_in_top5"] >= GATE_TOP5
-            and d["decoder_snr_db"] >= GATE_SNR_DB)
+    return all(stage_gates(d).values()) and d["decoder_snr_db"] >= GATE_SNR_DB
 
 
 def bench_placements(placements: tuple[str, ...] = MODES, size: str = "0.6b", out_type: str = "q8_0",

@@ -22,6 +22,15 @@ def _compared(name: str, d: dict | None, ours_ms: float, key: str) -> str:
     return f"{name}: {d[key]:.1f} ms per frame; Kazeia {d[key] / ours_ms:.2f}x faster"
 
 
+def _decoder_compute(d: dict | None) -> list[str]:
+    if not d:
+        return []
+    stages = ", ".join(f"{name} {s['gflops']:.0f}" for name, s in d["per_stage"].items() if s["gflop_per_frame"] > 0)
+    return [f"decoder: {d['gflop_per_frame']:.2f} GFLOP per frame at {d['gflops']:.0f} GFLOP/s, "
+            f"{d['of_peak']:.0%} of ggml's {d['gemm_peak_shape']['type']} GEMM peak here "
+            f"({d['gemm_peak_gflops']:.0f} GFLOP/s); per stage, node by node: {stages}"]
+
+
 def summary(result: dict) -> str:
     stage = result.get("stage")
     head = f"{result.get('model', '')}: {result.get('size', '')}, threads {result.get('threads')}"
@@ -38,13 +47,18 @@ def summary(result: dict) -> str:
             text = _compared(name, result.get(key), k["total_ms_per_frame"], "total_ms_per_frame")
             if text:
                 lines.append(text)
+        lines += _decoder_compute(result.get("decoder_compute"))
         for q, d in result.get("divergence_vs_f32", {}).items():
-            lines.append(f"{q} vs f32: talker KL {d['talker_kl']:.4f}, code predictor KL {d['code_predictor_kl']:.4f}")
+            gates = d.get("passes_gate", {})
+            lines.append(f"{q} vs f32: " + ", ".join(
+                f"{s.replace('_', ' ')} ({d['types'][s]}) KL {d[f'{s}_kl']:.4f}, top 5 {d[f'{s}_ref_argmax_in_top5']:.1%} "
+                f"{'passes' if gates.get(s) else 'FAILS'}" for s in ("talker", "code_predictor")))
     elif stage == "decoder":
         k = result["kazeia"]
         lines += _table(["engine", "offline ms/frame", "stream ms/frame", "first frame ms"],
                         [["Kazeia", f"{k['offline_ms_per_frame']:.1f}", f"{k['stream_ms_per_frame_mean']:.1f}",
                           f"{k['stream_ms_first_frame']:.1f}"]])
+        lines += _decoder_compute(result.get("decoder_compute"))
         text = _compared("reference", result.get("reference"), k["offline_ms_per_frame"], "ms_per_frame")
         if text:
             lines.append(text)

@@ -14,9 +14,11 @@ import numpy as np
 
 from .bench import (REFERENCE_SCRIPTS, bench_model, decoder_type_of, model_path_for, reference_python,
                     run_reference_script, run_script, same_size, vox_python)
+from .bench_compute import decoder_compute
 from .convert import convert
+from .gguf_file import TypeMix
 from .demo import cache_dir
-from .accuracy import logit_divergence
+from .accuracy import LOGIT_STAGES, logit_divergence, stage_gates
 from .engine import Engine, SamplingParams
 from .reference.proc_stats import peak_rss_mb, reset_peak_rss
 from .model_file import ModelFile
@@ -64,7 +66,8 @@ def divergence(ref: Engine, other: Engine, frames: int) -> dict:
     o = other.synthesize(BENCH_TEXT, speaker="vivian", language="english", sampling=greedy)
     plan = ref._prompts.build(BENCH_TEXT, speaker="vivian", language="english")
     n = min(len(r.codes), len(o.codes))
-    return {**logit_divergence(ref, other, plan, r.codes),
+    d = logit_divergence(ref, other, plan, r.codes)
+    return {**d, "passes_gate": stage_gates(d), "types": {s: other.info.stage_type(s) for s in LOGIT_STAGES},
             "code_agreement": float(np.mean(r.codes[:n] == o.codes[:n])) if n else 0.0, "frames": n}
 
 
@@ -84,9 +87,10 @@ def shared_checkpoint(size: str) -> tuple[Path | None, str]:
 
 
 def converted(folder: Path, out_type: str, decoder_type: str, progress: bool) -> Path:
-    path = folder.parent / f"{folder.name}-{out_type}-dec{decoder_type}.gguf"
+    mix = TypeMix.parse(out_type, fallback="q8_0")
+    path = folder.parent / f"{folder.name}-{mix.slug}-dec{decoder_type}.gguf"
     if not path.exists():
-        convert(folder, path, out_type=out_type, decoder_type=decoder_type, progress=progress)
+        convert(folder, path, out_type=mix, decoder_type=decoder_type, progress=progress)
     return path
 
 
@@ -101,6 +105,8 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     """`runs` > 1 alternates Kazeia and vox runs and reports each one's median run (this machine is
     shared: identical runs differ by up to a third)."""
     threads = threads or default_threads()
+    out_type = str(TypeMix.parse(out_type, fallback="q8_0"))
+    divergence_types = tuple(str(TypeMix.parse(q, fallback="q8_0")) for q in divergence_types)
     if runs < 1:
         raise ValueError("runs must be at least 1")
     if model_path and divergence_types:
@@ -180,6 +186,8 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
         result["reference"] = ref
         if ref.get("available"):
             result["speedup_vs_reference"] = ref["total_ms_per_frame"] / sum(per_frame.values())
+    result["decoder_compute"] = decoder_compute(engine._decoder, decoder_type_of(engine.info),
+                                                per_frame["decoder"])
     # last: it converts and writes more files, which must not overlap any timing
     if divergence_types:
         ref_engine = Engine.load(model_for("f32", "f32"), threads=threads)

@@ -225,7 +225,7 @@ def thread_count(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .gguf_file import FILE_TYPES, HALF_OR_F32
+    from .gguf_file import FILE_TYPES, HALF_OR_F32, type_mix_arg
     from .random_model import SIZES, VARIANTS
     p = argparse.ArgumentParser(prog="kazeia", description="Kazeia: local Qwen3-TTS speech synthesis on ggml")
     sub = p.add_subparsers(dest="command")
@@ -233,9 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("convert", help="convert a released Qwen3-TTS checkpoint folder into one GGUF file")
     c.add_argument("hf_dir", help="checkpoint folder (config.json, model.safetensors, speech_tokenizer/, ...)")
     c.add_argument("-o", "--output", required=True, help="GGUF file to write")
-    c.add_argument("--type", choices=FILE_TYPES, default="f16",
-                   help="storage of large talker/code-predictor matrices (norms, codebooks stay f32; "
-                        "decoder and encoders f16 unless f32)")
+    c.add_argument("--type", type=type_mix_arg, default="f16", metavar="TYPE",
+                   help=f"storage of large talker/code-predictor matrices: one of {', '.join(FILE_TYPES)}, or per "
+                        "stage, e.g. talker=q5_k,code_predictor=q6_k (norms, codebooks stay f32; decoder and "
+                        "encoders f16 unless f32; default f16)")
     c.add_argument("--decoder-type", choices=HALF_OR_F32, default=None,
                    help="speech decoder and encoder weights (default: f32 for --type f32, else f16)")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -246,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--size", choices=SIZES, default="tiny")
     r.add_argument("--variant", choices=VARIANTS, default="custom_voice")
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--type", choices=FILE_TYPES, default=None, help="default q8_0 (tiny: 5 MB)")
+    r.add_argument("--type", type=type_mix_arg, default=None, metavar="TYPE",
+                   help="as for convert, e.g. q6_k or talker=q5_k,code_predictor=q6_k (default q8_0; tiny: 5 MB)")
     r.add_argument("--decoder-type", choices=HALF_OR_F32, default=None)
     r.add_argument("-q", "--quiet", action="store_true")
     r.set_defaults(func=_cmd_random)
@@ -311,9 +313,11 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmark on full-size random weights (JSON)")
     b.add_argument("--stage", choices=["all", "decoder"], default="all",
                    help="all: the whole pipeline per stage (default); decoder: the speech decoder alone")
-    b.add_argument("--type", choices=FILE_TYPES, default="q8_0", help="talker / code-predictor weights")
-    b.add_argument("--divergence", nargs="*", choices=[t for t in FILE_TYPES if t != "f32"], default=None,
-                   help="also measure these types against f32 (logit KL, top-5 and code agreement)")
+    b.add_argument("--type", type=type_mix_arg, default="q8_0", metavar="TYPE",
+                   help="talker / code-predictor weights: a type or a per-stage mix (default q8_0)")
+    b.add_argument("--divergence", nargs="*", type=type_mix_arg, default=None, metavar="TYPE",
+                   help="also measure these types or mixes against f32 (logit KL, top-5, vox's gate per stage, "
+                        "code agreement)")
     b.add_argument("--placements", nargs="*", choices=["cpu", "accel-weights", "accel-sched"], default=None,
                    help="time every placement (all when none named) stage by stage, with where each launch ran "
                         "and its accuracy against f32 on the CPU")

@@ -13,7 +13,7 @@ from kazeia import _native
 
 from .checkpoint import Checkpoint, SafetensorsFolder
 from .errors import ConversionError
-from .gguf_file import TensorPlan, storage_type, write_model_file
+from .gguf_file import TensorPlan, TypeMix, plan_type, write_model_file
 from .metadata import P, metadata_from_configs
 from .text_tokenizer import tokenizer_json_from_files
 
@@ -77,10 +77,12 @@ def _check_sources(tensors: SafetensorsFolder, specs: list[dict], metadata: dict
     return sorted(consumed), ignored
 
 
-def convert(hf_dir: str | os.PathLike, out_path: str | os.PathLike, out_type: str = "f16",
+def convert(hf_dir: str | os.PathLike, out_path: str | os.PathLike, out_type: str | TypeMix = "f16",
             progress: bool = True, decoder_type: str | None = None,
             on_progress=None) -> ConversionReport:
+    """`out_type`: one type, or a per-stage mix ("talker=q5_k,code_predictor=q6_k")."""
     start = time.perf_counter()
+    mix = out_type if isinstance(out_type, TypeMix) else TypeMix.parse(out_type)
     ckpt = Checkpoint.open(hf_dir)
     try:
         md = metadata_from_configs(ckpt.config, ckpt.generation_config, ckpt.speech_tokenizer_config)
@@ -89,15 +91,15 @@ def convert(hf_dir: str | os.PathLike, out_path: str | os.PathLike, out_type: st
         md["general.name"] = Path(hf_dir).resolve().name
         md["general.description"] = f"Qwen3-TTS {md[P + 'variant']} ({md[P + 'size']}), converted by Kazeia"
         md[P + "random_weights"] = False
-        md[P + "file_type"] = out_type
+        md[P + "file_type"] = str(mix)
         md[P + "tokenizer.split"] = "qwen2"
         md["tokenizer.huggingface.json"] = tokenizer_json_from_files(
             ckpt.tokenizer_files["vocab.json"], ckpt.tokenizer_files["merges.txt"],
             ckpt.tokenizer_files["tokenizer_config.json"])
         md[P + "source.tensors"] = consumed
         md[P + "source.ignored"] = ignored
-        plans = [TensorPlan(s["name"], list(s["shape"]), storage_type(s["storage"], out_type, s["shape"], decoder_type),
-                            _producer(ckpt.tensors, s)) for s in specs]
+        plans = [TensorPlan(s["name"], list(s["shape"]), plan_type(s, mix, decoder_type), _producer(ckpt.tensors, s))
+                 for s in specs]
         write_model_file(out_path, md, plans, progress=progress, label=f"convert {Path(hf_dir).name}",
                          on_progress=on_progress)
     finally:

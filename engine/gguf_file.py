@@ -28,6 +28,78 @@ _GGML_TYPE = {"f32": gguf.GGMLQuantizationType.F32, "f16": gguf.GGMLQuantization
 
 
 HALF_OR_F32 = ("f32", "f16", "bf16")
+# Stages whose large matrices a type mix can set apart, by tensor-name prefix.
+MIX_STAGES = {"talker": "talker.", "code_predictor": "cp."}
+_STAGE_ALIASES = {"talker": "talker", "code_predictor": "code_predictor", "cp": "code_predictor"}
+
+
+@dataclass(frozen=True)
+class TypeMix:
+    """The weight type of each stage: "q6_k" (every stage) or "talker=q5_k,code_predictor=q6_k"
+    (a stage left out, and everything outside the talker and code predictor, takes the bare entry,
+    else `fallback`). str() gives the canonical form recorded in the file."""
+    default: str
+    stages: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str, fallback: str = "f16") -> "TypeMix":
+        default, stages = None, {}
+        for part in (p.strip() for p in str(text).split(",")):
+            stage, _, t = part.rpartition("=")
+            t = t.strip().lower()
+            if t not in FILE_TYPES:
+                raise ValueError(f"unknown type {t!r} in {text!r}; choose one of {', '.join(FILE_TYPES)}")
+            if not stage:
+                if default is not None:
+                    raise ValueError(f"{text!r} names two types for every stage")
+                default = t
+                continue
+            name = _STAGE_ALIASES.get(stage.strip().lower())
+            if name is None:
+                raise ValueError(f"unknown stage {stage.strip()!r} in {text!r}; stages: talker, code_predictor (cp)")
+            if name in stages:
+                raise ValueError(f"{text!r} names the {name} twice")
+            stages[name] = t
+        default = default or fallback
+        return cls(default, tuple((s, stages[s]) for s in MIX_STAGES if s in stages and stages[s] != default))
+
+    def for_tensor(self, name: str) -> str:
+        for stage, t in self.stages:
+            if name.startswith(MIX_STAGES[stage]):
+                return t
+        return self.default
+
+    def for_stage(self, stage: str) -> str:
+        return dict(self.stages).get(stage, self.default)
+
+    @property
+    def slug(self) -> str:
+        """For file names: "q6_k", or "talker-q5_k+cp-q6_k"."""
+        short = {"talker": "talker", "code_predictor": "cp"}
+        return str(self) if not self.stages else "+".join(
+            f"{short[s]}-{self.for_stage(s)}" for s in MIX_STAGES)
+
+    def __str__(self) -> str:
+        if not self.stages:
+            return self.default
+        given = dict(self.stages)
+        return ",".join(f"{s}={given.get(s, self.default)}" for s in MIX_STAGES)
+
+
+def type_mix_arg(text: str) -> str:
+    """argparse type for --type: checked here (a usage error, not a traceback), parsed by the command
+    with its own default for stages left out."""
+    import argparse
+    try:
+        TypeMix.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def plan_type(spec: dict, mix: TypeMix, decoder_type: str | None) -> str:
+    """storage_type for one tensor of the expected-tensor table under a type mix."""
+    return storage_type(spec["storage"], mix.for_tensor(spec["name"]), spec["shape"], decoder_type)
 
 
 def storage_type(storage: str, requested: str, shape: list[int], decoder_type: str | None = None) -> str:

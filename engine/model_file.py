@@ -25,7 +25,7 @@ class ModelInfo:
     description: str
     variant: str                  # custom_voice | voice_design | base
     size: str                     # 0b6 | 1b7 | tiny | ...
-    file_type: str                # f32 | f16 | bf16 | q8_0 | q4_k (requested at conversion)
+    file_type: str                # as requested at conversion: "q8_0", or a mix "talker=q5_k,code_predictor=q6_k"
     random_weights: bool
     speakers: tuple[Speaker, ...]
     languages: tuple[str, ...]    # user-facing, without "auto" and without dialects
@@ -49,6 +49,12 @@ class ModelInfo:
         if self.size != "tiny" and self.n_params < 100e6:
             return f"tiny ({self.size} config)"
         return {"0b6": "0.6B", "1b7": "1.7B"}.get(self.size, self.size)
+
+    def stage_type(self, stage: str) -> str:
+        """The type most of a stage's matrices are stored in (what runs, whatever was asked for)."""
+        types = self.stages.get(stage, {}).get("tensors_by_type", {})
+        big = {t: n for t, n in types.items() if t != "f32"}
+        return max(big, key=big.get) if big else "f32"
 
     def summary(self) -> str:
         lines = [f"{self.path.name}: Qwen3-TTS {self.variant}, size {self.size_label}, {self.file_type}, "

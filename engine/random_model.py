@@ -19,7 +19,7 @@ from kazeia.resources import resource_path
 
 from .convert import expected_tensors
 from .errors import ConversionError
-from .gguf_file import TensorPlan, storage_type, write_model_file
+from .gguf_file import TensorPlan, TypeMix, plan_type, write_model_file
 from .metadata import P, metadata_from_configs
 from .text_tokenizer import build_tokenizer, QWEN2_SPLIT
 
@@ -182,14 +182,14 @@ def _role_values(name: str, shape: list[int], transform: str, seed: int) -> np.n
 
 
 def make_random_model(out_path: str | os.PathLike, size: str = "tiny", variant: str = "custom_voice",
-                      seed: int = 0, out_type: str | None = None, progress: bool = True,
+                      seed: int = 0, out_type: str | TypeMix | None = None, progress: bool = True,
                       decoder_type: str | None = None, output_gain: float = 1.0) -> Path:
     """Write a random model. `output_gain` scales the speech decoder's final layer (1.0: the plain
     recipe, used by the bench and test models; the demo recipe lowers it to a sane audio level)."""
     output_gain = float(output_gain)
     if not math.isfinite(output_gain) or output_gain <= 0:
         raise ValueError(f"output_gain must be a positive number, got {output_gain!r}")
-    out_type = out_type or "q8_0"
+    mix = out_type if isinstance(out_type, TypeMix) else TypeMix.parse(out_type or "q8_0", fallback="q8_0")
     tok, ids, text_vocab = demo_tokenizer(None if size == "tiny" else REAL_TEXT_VOCAB)
     special = dict(im_start_token_id=ids["<|im_start|>"], im_end_token_id=ids["<|im_end|>"],
                    tts_pad_token_id=ids["<tts_pad>"], tts_bos_token_id=ids["<tts_text_bos>"],
@@ -203,12 +203,12 @@ def make_random_model(out_path: str | os.PathLike, size: str = "tiny", variant: 
     md[P + "random_seed"] = int(seed)
     if output_gain != 1.0:   # recorded only when used, so plain-recipe files stay as they were
         md[P + "random_output_gain"] = output_gain
-    md[P + "file_type"] = out_type
+    md[P + "file_type"] = str(mix)
     md[P + "tokenizer.split"] = "qwen2"
     md["tokenizer.huggingface.json"] = tok.to_str()
     md[P + "source.tensors"] = []
     md[P + "source.ignored"] = []
-    plans = [TensorPlan(s["name"], list(s["shape"]), storage_type(s["storage"], out_type, s["shape"], decoder_type),
+    plans = [TensorPlan(s["name"], list(s["shape"]), plan_type(s, mix, decoder_type),
                         (lambda s=s: _random_values(s["name"], list(s["shape"]), s["transform"], seed,
                                                      output_gain)))
              for s in specs]

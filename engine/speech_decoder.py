@@ -26,14 +26,14 @@ class DecoderStream:
     """Feed frames as they are generated; get the audio they determine. The concatenated output
     equals `SpeechDecoder.decode` of all frames, whatever the feeding pattern."""
 
-    def __init__(self, decoder: "SpeechDecoder", max_graph_frames: int = 8):
+    def __init__(self, decoder: "SpeechDecoder", max_graph_frames: int = 8, profile: bool = False):
         hp = decoder.model.info.hparams["decoder"]
         self._n_q, self._cb = hp["num_quantizers"], hp["codebook_size"]
         self.sample_rate = decoder.model.info.sample_rate
         self._native = _native.SpeechDecoderStream(decoder._native, decoder.pool,
                                                    reference_chunking=decoder.reference_chunking,
                                                    scheduled=decoder.scheduled,
-                                                   max_graph_frames=max_graph_frames)
+                                                   max_graph_frames=max_graph_frames, profile=profile)
         self._decoder = decoder   # keeps the weights alive while the stream lives
 
     @property
@@ -54,6 +54,12 @@ class DecoderStream:
     def placement_report(self) -> dict:
         """Where the last launch ran (see Engine.placement_report)."""
         return self._native.placement_report()
+
+    def profile(self) -> dict[str, tuple[float, float]]:
+        """With profile=True (every node launched alone: slow): "<stage it follows>/<op>" ->
+        (seconds, matrix-product flops) since the stream was made."""
+        flops = self._native.profile_flops()
+        return {k: (s, flops.get(k, 0.0)) for k, s in self._native.profile().items()}
 
 
 class SpeechDecoder:

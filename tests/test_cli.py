@@ -195,3 +195,34 @@ def test_bench_manners(tmp_path):
     result = json.loads(r.stdout)
     assert result["size"] == "tiny" and result["decoder_type"] == "bf16" and result["type"] == "f32"
     assert "making the tiny f32 random model once" in r.stderr
+
+
+def test_per_stage_type_mix_on_the_command_line(tmp_path):
+    """--type takes a per-stage mix; a mistake in it is a usage error naming it, before any work."""
+    out = tmp_path / "mix.gguf"
+    r = kazeia("make-random-model", "--size", "tiny", "--type", "talker=f16,cp=q8_0", "-o", out, "-q")
+    assert r.returncode == 0, r.stderr
+    assert "talker=f16,code_predictor=q8_0" in r.stdout
+    from kazeia.engine import open_model
+    info = open_model(out).info
+    assert info.stage_type("talker") == "f16" and info.stage_type("code_predictor") == "q8_0"
+    r = kazeia("convert", checkpoint_dir("custom_voice"), "-o", tmp_path / "bad.gguf", "--type", "talker=q7_k")
+    assert r.returncode == 2 and "unknown type 'q7_k'" in r.stderr and not (tmp_path / "bad.gguf").exists()
+    r = kazeia("bench", "--type", "vocoder=q8_0")
+    assert r.returncode == 2 and "unknown stage 'vocoder'" in r.stderr
+
+
+def test_bench_reports_divergence_per_stage_and_decoder_compute(tmp_path):
+    env = {"KAZEIA_CACHE_DIR": str(tmp_path / "cache")}
+    r = kazeia("bench", "--size", "tiny", "--type", "talker=f16,cp=q8_0", "--divergence", "talker=f16,cp=q8_0",
+               "--frames", "3", "--threads", "1", "--no-peers", "--no-reference", "--json", "-", env=env)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["type"] == "talker=f16,code_predictor=q8_0"
+    d = result["divergence_vs_f32"]["talker=f16,code_predictor=q8_0"]
+    assert d["types"] == {"talker": "f16", "code_predictor": "q8_0"}
+    assert set(d["passes_gate"]) == {"talker", "code_predictor"}
+    c = result["decoder_compute"]
+    assert c["gemm_peak_gflops"] > 0 and c["gflop_per_frame"] > 0
+    assert abs(sum(s["gflop_per_frame"] for s in c["per_stage"].values()) - c["gflop_per_frame"]) < 1e-9
+    assert {"transformer", "upsampling", "vocoder block 1"} <= set(c["per_stage"])

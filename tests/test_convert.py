@@ -206,3 +206,33 @@ def test_metadata_matches_released_configs():
     del broken["talker_config"]["hidden_size"]
     with pytest.raises(ConversionError, match="hidden_size"):
         metadata_from_configs(broken, gen, st)
+
+
+def test_type_mix_parses_per_stage_types_and_names_mistakes():
+    from kazeia.engine.gguf_file import TypeMix
+    mix = TypeMix.parse("talker=q5_k, cp=q6_k")
+    assert (mix.for_tensor("talker.blk.0.attn_q.weight"), mix.for_tensor("cp.blk.0.attn_q.weight"),
+            mix.for_tensor("dec.pre_conv.weight")) == ("q5_k", "q6_k", "f16")
+    assert str(mix) == "talker=q5_k,code_predictor=q6_k" and mix.slug == "talker-q5_k+cp-q6_k"
+    assert str(TypeMix.parse("q8_0,talker=q6_k")) == "talker=q6_k,code_predictor=q8_0"
+    assert str(TypeMix.parse("talker=q6_k,code_predictor=q6_k", fallback="q6_k")) == "q6_k"
+    for bad, why in [("q3_k", "unknown type 'q3_k'"), ("decoder=q8_0", "unknown stage 'decoder'"),
+                     ("talker=q8_0,talker=q6_k", "names the talker twice"), ("q8_0,q6_k", "two types")]:
+        with pytest.raises(ValueError, match=why):
+            TypeMix.parse(bad)
+
+
+def test_per_stage_mix_stores_each_stage_in_its_type(converted, tmp_path):
+    out = tmp_path / "mix.gguf"
+    # (the tiny checkpoint's rows are not whole q6_K blocks: f16 and q8_0 keep the stages apart)
+    convert(checkpoint_dir("base"), out, out_type="talker=f16,code_predictor=q8_0", progress=False)
+    model = open_model(out)
+    assert model.info.file_type == "talker=f16,code_predictor=q8_0"
+    assert model.info.stage_type("talker") == "f16" and model.info.stage_type("code_predictor") == "q8_0"
+    assert model.info.stage_type("decoder") == "f16"
+    whole = {"talker.": open_model(converted("base", "f16")), "cp.": open_model(converted("base", "q8_0"))}
+    for spec in model.native.tensor_specs():   # each stage exactly as a whole-file conversion to its type
+        for prefix, same in whole.items():
+            if spec["name"].startswith(prefix):
+                assert model.native.tensor_type(spec["name"]) == same.native.tensor_type(spec["name"]), spec["name"]
+                assert np.array_equal(model.native.tensor_f32(spec["name"]), same.native.tensor_f32(spec["name"]))

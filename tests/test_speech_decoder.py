@@ -144,3 +144,21 @@ def test_bf16_decoder_option(tmp_path, report):
     snr = 10 * np.log10(np.mean(ref ** 2) / np.mean((wav - ref) ** 2))
     report(f"decoder bf16 weights: SNR {snr:.1f} dB vs the reference waveform")
     assert snr > 30
+
+
+def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted):
+    """The bench's decoder GFLOP/s rest on these counts: every decoder-transformer matrix is applied to
+    every frame, so a launch does at least 2 x those parameters x frames; the node-by-node profile
+    counts the same launch's products."""
+    from kazeia.engine.speech_decoder import DecoderStream
+    model = open_model(converted("custom_voice", "f32"))
+    codes = np.random.default_rng(3).integers(0, 2048, (4, 16))
+    dec = SpeechDecoder(model, threads=1)
+    plain, profiled = DecoderStream(dec), DecoderStream(dec, profile=True)
+    plain.push(codes)
+    profiled.push(codes)
+    launch_flops = plain.placement_report()["matmul_flops"]
+    assert sum(f for _, f in profiled.profile().values()) == launch_flops
+    transformer = sum(int(np.prod(s["shape"])) for s in model.native.tensor_specs()
+                      if s["name"].startswith("dec.tfm.blk.") and len(s["shape"]) == 2)
+    assert transformer > 0 and launch_flops >= 2 * transformer * len(codes)

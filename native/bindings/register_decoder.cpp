@@ -64,6 +64,8 @@ void register_decoder(py::module_ & m) {
         }, py::arg("codes"), "Decode frames [n, 16]; returns the n * samples_per_frame samples they determine")
         .def("reset", &speech_decoder_stream::reset)
         .def("profile", &speech_decoder_stream::profile, "seconds per <stage>/<op> (profile=True)")
+        .def("profile_flops", &speech_decoder_stream::profile_flops,
+             "matrix-product flops per <stage>/<op>, the keys of profile() (profile=True)")
         .def("placement_report", [](const speech_decoder_stream & s) { return report_dict(s.placement_report()); },
              "where the last launch ran: splits, ops per device, bytes copied, CPU fallbacks")
         .def_property_readonly("frames_decoded", &speech_decoder_stream::frames_decoded)

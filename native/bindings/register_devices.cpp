@@ -18,6 +18,7 @@ py::dict report_dict(const launch_report & r) {
     d["ops"] = r.ops;
     d["bytes_copied"] = r.bytes_copied;
     d["fallbacks"] = r.fallbacks;
+    d["matmul_flops"] = r.matmul_flops;
     return d;
 }
 

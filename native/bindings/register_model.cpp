@@ -12,6 +12,7 @@
 #include "kazeia/tensor_table.h"
 #include "runtime/gemv_q8_0.h"
 #include "runtime/product_check.h"
+#include "runtime/type_names.h"
 #include "runtime/weight_copies.h"
 
 namespace py = pybind11;
@@ -239,6 +240,12 @@ void register_model(py::module_ & m) {
         return py::make_tuple(made, as_array(y[0], n), as_array(y[1], n));
     }, "W x for a random q4_K W through the plain and the CPU's repacked layout: (repacked?, plain, repacked)",
        py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
+    m.def("gemm_gflops", [](const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps) {
+        const ggml_type t = type_from_name(type);
+        py::gil_scoped_release release;
+        return gemm_gflops(t, rows, cols, n, threads, reps);
+    }, "GFLOP/s of the best of `reps` launches of W x through ggml_mul_mat (W: type [rows, cols], x: f32 [cols, n])",
+       py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("threads"), py::arg("reps") = 5);
     m.def("quantize", [](py::array_t<float, py::array::c_style | py::array::forcecast> data, const std::string & type) {
         if (data.ndim() != 2) throw std::invalid_argument("quantize expects a 2-D array [rows, values]");
         const int64_t rows = data.shape(0), cols = data.shape(1);

@@ -17,6 +17,7 @@ struct launch_report {
     std::map<std::string, int> ops;         // device name -> compute ops it ran
     size_t bytes_copied = 0;                // split inputs copied between devices per launch
     std::map<std::string, int> fallbacks;   // "OP: why" -> count, ops left on the CPU by a scheduled stage
+    double matmul_flops = 0;                // multiply-adds x 2 of its matrix products (MUL_MAT)
 };
 
 }  // namespace kazeia

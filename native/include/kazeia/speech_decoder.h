@@ -78,6 +78,8 @@ public:
 
     // With options.profile: seconds spent per "<stage it follows>/<op>" since construction.
     std::map<std::string, double> profile() const;
+    // With options.profile: matrix-product flops per "<stage it follows>/<op>", on the same keys.
+    std::map<std::string, double> profile_flops() const;
 
 private:
     struct impl;

@@ -577,6 +577,7 @@ struct speech_decoder_stream::impl {
     }
 
     std::map<std::string, double> profile_seconds;
+    std::map<std::string, double> profile_flops;
 
     void compute_profiled(ggml_context * ctx, ggml_cgraph * gf) {
         ggml_cgraph * one = ggml_new_graph_custom(ctx, 1, false);
@@ -589,7 +590,9 @@ struct speech_decoder_stream::impl {
             if (ggml_backend_graph_compute(runner.backend(), one) != GGML_STATUS_SUCCESS) {
                 throw std::runtime_error("speech decoder graph failed");
             }
-            profile_seconds[stage + "/" + ggml_op_desc(node)] += 1e-6 * double(ggml_time_us() - t0);
+            const std::string key = stage + "/" + ggml_op_desc(node);
+            profile_seconds[key] += 1e-6 * double(ggml_time_us() - t0);
+            profile_flops[key] += matmul_flops(node);
             const std::string name = ggml_get_name(node);
             if (name.find("_out") != std::string::npos || name.find("decoder_") == 0 || name.find("upsample_") == 0) {
                 stage = "after " + name;
@@ -670,5 +673,6 @@ std::map<std::string, speech_decoder_stream::stage_output> speech_decoder_stream
 
 namespace kazeia {
 std::map<std::string, double> speech_decoder_stream::profile() const { return p_->profile_seconds; }
+std::map<std::string, double> speech_decoder_stream::profile_flops() const { return p_->profile_flops; }
 const launch_report & speech_decoder_stream::placement_report() const { return p_->runner.report(); }
 }  // namespace kazeia

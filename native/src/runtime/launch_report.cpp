@@ -20,11 +20,17 @@ bool is_view_op(const ggml_tensor * t) {
     }
 }
 
+double matmul_flops(const ggml_tensor * t) {
+    return t->op == GGML_OP_MUL_MAT ? 2.0 * double(t->src[0]->ne[0]) * double(ggml_nelements(t)) : 0.0;
+}
+
 launch_report describe_cpu_launch(const ggml_cgraph * gf) {
     launch_report r;
     auto * g = const_cast<ggml_cgraph *>(gf);
     for (int i = 0; i < ggml_graph_n_nodes(g); ++i) {
-        if (!is_view_op(ggml_graph_node(g, i))) ++r.nodes;
+        const ggml_tensor * node = ggml_graph_node(g, i);
+        if (!is_view_op(node)) ++r.nodes;
+        r.matmul_flops += matmul_flops(node);
     }
     r.ops["CPU"] = r.nodes;
     return r;
@@ -81,6 +87,7 @@ launch_report describe_sched_launch(ggml_backend_sched_t sched, ggml_cgraph * gf
         if (is_view_op(node)) continue;
         ggml_backend_t b = backend_of(sched, node, accel, cpu);
         ++r.nodes;
+        r.matmul_flops += matmul_flops(node);
         ++r.ops[ggml_backend_name(b)];
         for (int s = 0; s < GGML_MAX_SRC && node->src[s]; ++s) {
             ggml_tensor * src = node->src[s];

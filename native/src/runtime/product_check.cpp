@@ -1,5 +1,7 @@
 #include "runtime/product_check.h"
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <random>
 
@@ -42,6 +44,36 @@ std::vector<std::vector<float>> compare_products(ggml_type type, int64_t rows, i
     ggml_backend_buffer_free(wbuf);
     ggml_free(ctx);
     return out;
+}
+
+double gemm_gflops(ggml_type type, int64_t rows, int64_t cols, int64_t n, int threads, int reps) {
+    std::vector<float> w(size_t(rows * cols), 0.01f), x(size_t(cols * n), 0.02f);
+    ggml_init_params params{ggml_tensor_overhead() * 2, nullptr, true};
+    ggml_context * ctx = ggml_init(params);
+    ggml_tensor * wq = ggml_new_tensor_2d(ctx, type, cols, rows);
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+    std::vector<uint8_t> q(ggml_nbytes(wq));
+    ggml_quantize_chunk(type, w.data(), q.data(), 0, rows, cols, nullptr);
+    ggml_backend_tensor_set(wq, q.data(), 0, q.size());
+    graph_runner runner(std::make_shared<thread_pool>(threads));
+    ggml_context * g = runner.begin();
+    ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, n);
+    ggml_set_input(xt);
+    ggml_tensor * y = ggml_mul_mat(g, wq, xt);
+    ggml_set_output(y);
+    ggml_build_forward_expand(runner.graph(), y);
+    runner.allocate();
+    ggml_backend_tensor_set(xt, x.data(), 0, ggml_nbytes(xt));
+    runner.compute();   // warm-up
+    double best = 1e30;
+    for (int i = 0; i < std::max(reps, 1); ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        runner.compute();
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(ctx);
+    return 2.0 * double(rows) * double(cols) * double(n) / best / 1e9;
 }
 
 }  // namespace kazeia

@@ -18,4 +18,8 @@ using product_builder = std::function<ggml_tensor *(ggml_context * ctx, ggml_ten
 std::vector<std::vector<float>> compare_products(ggml_type type, int64_t rows, int64_t cols, int64_t n, uint64_t seed,
                                                  int threads, const std::vector<product_builder> & builders);
 
+// The best of `reps` timed launches of W x (W: `type` [rows, cols], x: f32 [cols, n]) through
+// ggml_mul_mat on `threads` threads, in GFLOP/s: the GEMM peak the bench compares stages against.
+double gemm_gflops(ggml_type type, int64_t rows, int64_t cols, int64_t n, int threads, int reps);
+
 }  // namespace kazeia

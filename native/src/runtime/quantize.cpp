@@ -3,9 +3,9 @@
 #include <stdexcept>
 
 #include "ggml.h"
+#include "runtime/type_names.h"
 
 namespace kazeia {
-namespace {
 
 ggml_type type_from_name(const std::string & name) {
     for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
@@ -19,8 +19,6 @@ ggml_type type_from_name(const std::string & name) {
     }
     throw std::invalid_argument("unknown ggml type '" + name + "'");
 }
-
-}  // namespace
 
 int64_t type_block_size(const std::string & type) { return ggml_blck_size(type_from_name(type)); }
 
