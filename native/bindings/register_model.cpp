@@ -209,7 +209,8 @@ void register_model(py::module_ & m) {
         {
             py::gil_scoped_release release;
             use_avx2_only(avx2_only);
-            y = compare_products(GGML_TYPE_Q8_0, rows, cols, 1, seed, 2, {ggml_mul_mat, gemv_q8_0});
+            y = compare_products(GGML_TYPE_Q8_0, rows, cols, 1, seed, 2,
+                                 {ggml_mul_mat, [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return gemv_q8_0(c, w, x); }});
             use_avx2_only(false);
         }
         return py::make_tuple(!y[1].empty(), as_array(y[0], 1).attr("reshape")(rows), as_array(y[1], 1).attr("reshape")(-1));
@@ -224,6 +225,26 @@ void register_model(py::module_ & m) {
         return py::make_tuple(!y[1].empty(), as_array(y[0], n), y[1].empty() ? as_array(y[0], n) : as_array(y[1], n));
     }, "W x for a random q6_K W and x of n columns through ggml_mul_mat and Kazeia's kernel: (applied?, ggml "
        "[n, rows], ours [n, rows])", py::arg("rows"), py::arg("cols"), py::arg("n") = 1, py::arg("seed") = 0);
+    m.def("compare_batch_columns", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+        const ggml_type t = type_from_name(type);
+        std::vector<std::vector<float>> y;
+        {
+            py::gil_scoped_release release;
+            auto batched = [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return product(c, w, x, true, true); };
+            auto alone = [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) {
+                ggml_tensor * y = nullptr;
+                for (int64_t i = 0; i < x->ne[1]; ++i) {
+                    ggml_tensor * yi = product(c, w, ggml_view_2d(c, x, x->ne[0], 1, x->nb[1], i * x->nb[1]), true);
+                    y = y ? ggml_concat(c, y, yi, 1) : yi;
+                }
+                return y;
+            };
+            y = compare_products(t, rows, cols, n, seed, 2, {batched, alone});
+        }
+        return py::make_tuple(as_array(y[0], n), as_array(y[1], n));
+    }, "W x for a random W of `type` and x of n columns as the columns of a batch (each must come out as alone) "
+       "and column by column alone, on the CPU: (batch [n, rows], alone [n, rows])",
+       py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
     m.def("compare_repacked_matmul", [as_array](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         std::vector<std::vector<float>> y;
         bool made = false;

@@ -79,6 +79,30 @@ struct stage_launch_report {
     launch_report report;
 };
 
+class tts_engine;
+
+// One utterance being generated: its request, its talker KV cache, its random stream and where it
+// stands. Made (and prefilled) by tts_engine::open; advanced by tts_engine::step, alone or beside
+// others. A session's codes depend only on its own request: not on what shares its steps.
+class tts_session {
+public:
+    ~tts_session();
+    tts_session(const tts_session &) = delete;
+    tts_session & operator=(const tts_session &) = delete;
+
+    bool done() const;                          // stopped at EOS or its frame limit
+    const generation_result & result() const;   // the frames so far (reason: valid once done)
+    size_t cache_bytes() const;                 // its KV cache
+
+private:
+    friend class tts_engine;
+    struct state;
+    explicit tts_session(std::unique_ptr<state> s);
+    std::unique_ptr<state> s_;
+};
+
+// The talker and code predictor of one model under one placement: weights bound once, shared by
+// every session. Not thread-safe: one caller at a time.
 class tts_engine {
 public:
     tts_engine(const model & m, std::shared_ptr<thread_pool> pool, const stage_placement & talker = {},
@@ -88,6 +112,13 @@ public:
     tts_engine & operator=(const tts_engine &) = delete;
 
     generation_result generate(const generation_request & request, const frame_callback & on_frame);
+
+    // A session for `request`, its prompt prefilled.
+    std::unique_ptr<tts_session> open(const generation_request & request);
+    // Advances every session that is not done by one frame: one talker launch and one code-predictor
+    // launch for all of them (the products read the weights once). A session stops at EOS or at its
+    // frame limit; to cancel one, stop passing it.
+    void step(const std::vector<tts_session *> & sessions);
 
     // Parity helpers.
     std::vector<float> embed(const prompt_rows & rows);   // [n_rows][hidden]

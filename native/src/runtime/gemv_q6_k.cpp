@@ -75,11 +75,36 @@ __attribute__((target("avx2,fma,f16c"))) inline void block_dot(const block_q6k &
 }
 
 // y[c * rows + r] for rows [r0, r1) and C columns starting at `col`: each weight row is unpacked
-// once per C columns; one column keeps four blocks in flight instead.
-template <int C>
+// once per C columns; one column keeps four blocks in flight instead. `Exact`: every column keeps
+// four accumulators too, summed as one column's are (the columns of a batch).
+template <int C, bool Exact = false>
 __attribute__((target("avx2,fma,f16c")))
 void rows_avx2(const block_q6k * w, const block_q8k * x, float * y, int64_t nb, int64_t rows, int64_t r0, int64_t r1,
                int64_t col) {
+    if constexpr (Exact) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const block_q6k * row = w + r * nb;
+            __m256 acc[C][4];
+            for (int c = 0; c < C; ++c) {
+                for (int a = 0; a < 4; ++a) acc[c][a] = _mm256_setzero_ps();
+            }
+            for (int64_t b = 0; b < nb; ++b) {
+                const block_q8k * xs[C];
+                for (int c = 0; c < C; ++c) xs[c] = x + (col + c) * nb + b;
+                __m256i sum[C];
+                block_dot<C>(row[b], xs, sum);
+                const float dw = _cvtsh_ss(row[b].d);
+                for (int c = 0; c < C; ++c) {
+                    acc[c][b & 3] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xs[c]->d), _mm256_cvtepi32_ps(sum[c]), acc[c][b & 3]);
+                }
+            }
+            for (int c = 0; c < C; ++c) {
+                y[(col + c) * rows + r] =
+                    hsum(_mm256_add_ps(_mm256_add_ps(acc[c][0], acc[c][1]), _mm256_add_ps(acc[c][2], acc[c][3])));
+            }
+        }
+        return;
+    }
     for (int64_t r = r0; r < r1; ++r) {
         const block_q6k * row = w + r * nb;
         __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -102,6 +127,7 @@ void rows_avx2(const block_q6k * w, const block_q8k * x, float * y, int64_t nb, 
     }
 }
 
+template <bool Exact>
 void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * w = dst->src[0];
     const ggml_tensor * x = dst->src[1];
@@ -117,7 +143,7 @@ void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
     const auto * wq = static_cast<const block_q6k *>(w->data);
     float * y = static_cast<float *>(dst->data);
     int64_t c = 0;
-    for (; c + 4 <= cols; c += 4) rows_avx2<4>(wq, q.data(), y, nb, rows, r0, r1, c);
+    for (; c + 4 <= cols; c += 4) rows_avx2<4, Exact>(wq, q.data(), y, nb, rows, r0, r1, c);
     for (; c < cols; ++c) rows_avx2<1>(wq, q.data(), y, nb, rows, r0, r1, c);
 }
 #endif  // KAZEIA_X86
@@ -126,7 +152,15 @@ void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
 
 ggml_tensor * gemv_q6_k(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 #ifdef KAZEIA_X86
-    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, gemv_op, /*any_columns=*/true);
+    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, gemv_op<false>, /*any_columns=*/true);
+#else
+    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, nullptr, true);
+#endif
+}
+
+ggml_tensor * gemv_q6_k_columns(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+#ifdef KAZEIA_X86
+    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, gemv_op<true>, /*any_columns=*/true);
 #else
     return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, nullptr, true);
 #endif

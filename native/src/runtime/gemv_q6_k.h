@@ -12,5 +12,9 @@ namespace kazeia {
 // w: q6_K [K, N] (ggml order), x: f32 [K, n] -> f32 [N, n]; nullptr when the kernel does not
 // apply (another type, K not whole 256-blocks, x not 2-D contiguous, no AVX2): use ggml_mul_mat.
 ggml_tensor * gemv_q6_k(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
+// The same for the columns of a batch (separate sequences): each weight block is still unpacked once
+// per four columns, but every column keeps the one-column kernel's four accumulators, so each comes
+// out exactly as it would alone.
+ggml_tensor * gemv_q6_k_columns(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
 }  // namespace kazeia

@@ -57,33 +57,46 @@ void quantize_avx2(const float * x, int64_t k, int8_t * q, float * d) {
         const __m256i dot = DOT(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xq, wq));                   \
         ACC = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss((BLK).d) * db), _mm256_cvtepi32_ps(dot), ACC);  \
     }
-#define KAZEIA_GEMV_BODY(DOT)                                                                         \
-    for (int64_t r = r0; r < r1; ++r) {                                                               \
-        const block_q8 * row = w + r * nb;                                                            \
+// One row against one quantised column (qv, dv): four blocks in flight; OUT = the dot product.
+// The one-column and the several-column kernels both use it, so a column's sum is the same whichever
+// ran it.
+#define KAZEIA_GEMV_DOT(DOT, OUT)                                                                     \
+    {                                                                                                 \
         __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;                     \
         int64_t b = 0;                                                                                \
         for (; b + 4 <= nb; b += 4) {                                                                 \
             __m256i xq;                                                                               \
             float db;                                                                                 \
-            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + b * k_block));              \
-            db = d[b];                                                                                \
+            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qv + b * k_block));             \
+            db = dv[b];                                                                               \
             KAZEIA_GEMV_ROW(DOT, row[b], acc0)                                                        \
-            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + (b + 1) * k_block));        \
-            db = d[b + 1];                                                                            \
+            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qv + (b + 1) * k_block));       \
+            db = dv[b + 1];                                                                           \
             KAZEIA_GEMV_ROW(DOT, row[b + 1], acc1)                                                    \
-            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + (b + 2) * k_block));        \
-            db = d[b + 2];                                                                            \
+            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qv + (b + 2) * k_block));       \
+            db = dv[b + 2];                                                                           \
             KAZEIA_GEMV_ROW(DOT, row[b + 2], acc2)                                                    \
-            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + (b + 3) * k_block));        \
-            db = d[b + 3];                                                                            \
+            xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qv + (b + 3) * k_block));       \
+            db = dv[b + 3];                                                                           \
             KAZEIA_GEMV_ROW(DOT, row[b + 3], acc3)                                                    \
         }                                                                                             \
         for (; b < nb; ++b) {                                                                         \
-            const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + b * k_block)); \
-            const float db = d[b];                                                                    \
+            const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qv + b * k_block)); \
+            const float db = dv[b];                                                                   \
             KAZEIA_GEMV_ROW(DOT, row[b], acc0)                                                        \
         }                                                                                             \
-        y[r] = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));           \
+        OUT = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));            \
+    }
+// rows [r0, r1) against `cols` columns (quantised one after another); y is [cols][rows]. Each weight
+// row is read from memory once for all columns (the later columns find it in L1).
+#define KAZEIA_GEMV_BODY(DOT)                                                                         \
+    for (int64_t r = r0; r < r1; ++r) {                                                               \
+        const block_q8 * row = w + r * nb;                                                            \
+        for (int64_t c = 0; c < cols; ++c) {                                                          \
+            const int8_t * qv = q + c * nb * k_block;                                                 \
+            const float * dv = d + c * nb;                                                            \
+            KAZEIA_GEMV_DOT(DOT, y[c * rows + r])                                                     \
+        }                                                                                             \
     }
 
 __attribute__((target("avx2,fma,f16c"))) inline __m256i dot_avx2(__m256i u, __m256i s) {
@@ -94,14 +107,17 @@ __attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni"))) inline __m256i dot_
 }
 
 __attribute__((target("avx2,fma,f16c")))
-void rows_avx2(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1) {
+void rows_avx2(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1,
+               int64_t rows, int64_t cols) {
     KAZEIA_GEMV_BODY(dot_avx2)
 }
 __attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni")))
-void rows_vnni(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1) {
+void rows_vnni(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1,
+               int64_t rows, int64_t cols) {
     KAZEIA_GEMV_BODY(dot_vnni)
 }
 #undef KAZEIA_GEMV_BODY
+#undef KAZEIA_GEMV_DOT
 #undef KAZEIA_GEMV_ROW
 
 bool has_vnni() {
@@ -111,34 +127,39 @@ bool has_vnni() {
 // tests pin the AVX2 path to check it on CPUs that have VNNI
 std::atomic<bool> g_avx2_only{false};
 
-void gemv_rows(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1) {
-    if (has_vnni() && !g_avx2_only.load(std::memory_order_relaxed)) return rows_vnni(w, q, d, y, nb, r0, r1);
-    rows_avx2(w, q, d, y, nb, r0, r1);
+void gemv_rows(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1,
+               int64_t rows, int64_t cols) {
+    if (has_vnni() && !g_avx2_only.load(std::memory_order_relaxed)) return rows_vnni(w, q, d, y, nb, r0, r1, rows, cols);
+    rows_avx2(w, q, d, y, nb, r0, r1, rows, cols);
 }
 
 void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * w = dst->src[0];
     const ggml_tensor * x = dst->src[1];
-    const int64_t k = w->ne[0], rows = w->ne[1], nb = k / k_block;
-    // every thread quantises the (short) vector itself: a custom op has no barrier to share it
+    const int64_t k = w->ne[0], rows = w->ne[1], nb = k / k_block, cols = x->ne[1];
+    // every thread quantises the (short) columns itself: a custom op has no barrier to share them
     thread_local std::vector<int8_t> q;
     thread_local std::vector<float> d;
-    q.resize(size_t(k));
-    d.resize(size_t(nb));
-    quantize_avx2(static_cast<const float *>(x->data), k, q.data(), d.data());
+    q.resize(size_t(k * cols));
+    d.resize(size_t(nb * cols));
+    for (int64_t c = 0; c < cols; ++c) {
+        quantize_avx2(reinterpret_cast<const float *>(static_cast<const char *>(x->data) + c * x->nb[1]), k,
+                      q.data() + c * k, d.data() + c * nb);
+    }
     // one contiguous run of rows per thread: a single linear stream the prefetchers follow
     const int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
-    gemv_rows(static_cast<const block_q8 *>(w->data), q.data(), d.data(), static_cast<float *>(dst->data), nb, r0, r1);
+    gemv_rows(static_cast<const block_q8 *>(w->data), q.data(), d.data(), static_cast<float *>(dst->data), nb, r0, r1,
+              rows, cols);
 }
 #endif  // KAZEIA_X86
 
 }  // namespace
 
-ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool any_columns) {
 #ifdef KAZEIA_X86
-    return one_column_op(ctx, w, x, GGML_TYPE_Q8_0, k_block, gemv_op);
+    return one_column_op(ctx, w, x, GGML_TYPE_Q8_0, k_block, gemv_op, any_columns);
 #else
-    return one_column_op(ctx, w, x, GGML_TYPE_Q8_0, k_block, nullptr);
+    return one_column_op(ctx, w, x, GGML_TYPE_Q8_0, k_block, nullptr, any_columns);
 #endif
 }
 

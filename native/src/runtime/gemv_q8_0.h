@@ -15,18 +15,37 @@
 
 namespace kazeia {
 
-// w: q8_0 [K, N] (ggml order), x: f32 [K, 1] -> f32 [N, 1]. nullptr when the kernel does not apply
-// (another type, more than one column, K not whole blocks, a CPU without AVX2): use ggml_mul_mat.
-ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
+// w: q8_0 [K, N] (ggml order), x: f32 [K, 1] -> f32 [N, 1]; with `any_columns`, x: [K, n] -> [N, n],
+// each column summed exactly as the one-column kernel sums it. nullptr when the kernel does not
+// apply (another type, more than one column without any_columns, K not whole blocks, a CPU without
+// AVX2): use ggml_mul_mat.
+ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool any_columns = false);
 
-// w x through Kazeia's one-column kernel for its type (q8_0, q6_K) when one applies and `cpu` (the
-// stage computes on the CPU backend), else ggml_mul_mat. KAZEIA_GGML_PRODUCTS=1 in the environment
-// uses ggml's everywhere (to measure the kernels against it).
-inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool cpu) {
-    static const bool ggml_only = std::getenv("KAZEIA_GGML_PRODUCTS") != nullptr;
+// ggml_mul_mat one column at a time: exact per column, but the weights are read once per column.
+inline ggml_tensor * columns_apart(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
     ggml_tensor * y = nullptr;
-    if (cpu && !ggml_only) y = w->type == GGML_TYPE_Q6_K ? gemv_q6_k(ctx, w, x) : gemv_q8_0(ctx, w, x);   // (q6_K: any columns)
-    return y ? y : ggml_mul_mat(ctx, w, x);
+    for (int64_t c = 0; c < x->ne[1]; ++c) {
+        ggml_tensor * yc = ggml_mul_mat(ctx, w, ggml_view_2d(ctx, x, x->ne[0], 1, x->nb[1], c * x->nb[1]));
+        y = y ? ggml_concat(ctx, y, yc, 1) : yc;
+    }
+    return y;
+}
+
+// w x through Kazeia's kernel for its type (q8_0, q6_K) when one applies and `cpu` (the stage computes
+// on the CPU backend), else ggml_mul_mat. `same_per_column`: the columns are separate sequences of a
+// batch, and each must come out exactly as it would alone (one-column arithmetic for every column;
+// ggml's product is then applied column by column where no kernel of Kazeia's applies).
+// KAZEIA_GGML_PRODUCTS=1 in the environment uses ggml's everywhere (to measure the kernels against it).
+inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool cpu, bool same_per_column = false) {
+    static const bool ggml_only = std::getenv("KAZEIA_GGML_PRODUCTS") != nullptr;
+    const bool batch = same_per_column && x->ne[1] > 1;
+    ggml_tensor * y = nullptr;
+    if (cpu && !ggml_only) {
+        y = w->type == GGML_TYPE_Q6_K ? (batch ? gemv_q6_k_columns(ctx, w, x) : gemv_q6_k(ctx, w, x))
+                                      : gemv_q8_0(ctx, w, x, batch);
+    }
+    if (y) return y;
+    return batch ? columns_apart(ctx, w, x) : ggml_mul_mat(ctx, w, x);
 }
 
 // Tests: run the AVX2 path even where the CPU has VNNI (to check both on one machine).
