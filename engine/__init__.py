@@ -3,7 +3,7 @@ from kazeia import _native
 
 from .convert import ConversionReport, convert
 from .demo import demo_model_path, resolve_model
-from .engine import AudioStream, Chunk, Engine, Result, SamplingParams, Timings
+from .engine import AudioStream, Chunk, Engine, Request, Result, SamplingParams, Timings
 from .errors import ConversionError, ModelLoadError
 from .model_file import ModelFile, ModelInfo, Speaker, open_model
 from .prompt import Voice
@@ -18,6 +18,6 @@ def devices() -> list[dict]:
 
 
 __all__ = ["AudioStream", "Chunk", "ConversionError", "ConversionReport", "DecoderStream", "Engine", "ModelFile",
-           "ModelInfo", "ModelLoadError", "Result", "SamplingParams", "Speaker", "SpeechDecoder", "Timings", "Voice",
+           "ModelInfo", "ModelLoadError", "Request", "Result", "SamplingParams", "Speaker", "SpeechDecoder", "Timings", "Voice",
            "convert", "create_voice", "demo_model_path", "devices", "load_voice", "make_random_model", "open_model",
            "resolve_model", "save_voice", "voice_profile_info"]

@@ -6,7 +6,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
@@ -114,6 +114,18 @@ class Result:
 
 
 @dataclass
+class Request:
+    """One utterance for Engine.synthesize_many (the arguments of synthesize)."""
+    text: str
+    speaker: str | None = None
+    language: str | None = "auto"
+    instruct: str | None = None
+    voice: Voice | None = None
+    sampling: SamplingParams | None = None
+    streaming_text: bool | None = None
+
+
+@dataclass
 class Chunk:
     audio: np.ndarray          # the samples of `frames` new frames
     first_frame: int
@@ -124,8 +136,13 @@ class Chunk:
 class Engine:
     """A loaded model ready to speak. One synthesis runs at a time per engine."""
 
-    def __init__(self, model: ModelFile, threads: int | None = None, placement: str | dict | None = None):
+    def __init__(self, model: ModelFile, threads: int | None = None, placement: str | dict | None = None,
+                 max_batch: int = 1):
+        """`max_batch` > 1: streams started from any thread run together, up to that many in one
+        batch (one talker and one code-predictor launch per frame for all of them); 1: one at a time."""
         self.model = model
+        from .batch import Batcher
+        self._batcher = Batcher(self, max_batch)
         self.threads = check_threads(default_threads() if threads is None else threads)
         self._pool = _native.ThreadPool(self.threads)   # one persistent pool for every stage
         self.thread_policy = ThreadPolicy(self._pool)   # how many of them each launch uses
@@ -136,10 +153,15 @@ class Engine:
         self.set_placement(placement)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, threads: int | None = None, placement: str | dict | None = None) -> "Engine":
+    def load(cls, path: str | os.PathLike, threads: int | None = None, placement: str | dict | None = None,
+             max_batch: int = 1) -> "Engine":
         """`path`: a GGUF file, or "demo" for the bundled demo model (as on the command line)."""
         from .demo import resolve_model
-        return cls(ModelFile(resolve_model(path)), threads=threads, placement=placement)
+        return cls(ModelFile(resolve_model(path)), threads=threads, placement=placement, max_batch=max_batch)
+
+    @property
+    def max_batch(self) -> int:
+        return self._batcher.max_batch
 
     def set_placement(self, placement: str | dict | None) -> None:
         """cpu | accel-weights | accel-sched, for all stages or per stage ({"talker": ...}).
@@ -215,17 +237,25 @@ class Engine:
             return min(sampling.max_frames, limit)
         return min(HEADROOM_FRAMES + FRAMES_PER_TOKEN * plan.body_tokens, limit)
 
-    def _generate(self, plan: PromptPlan, sampling: SamplingParams, on_frame) -> dict:
+    def _request(self, plan: PromptPlan, sampling: SamplingParams) -> dict:
+        """The native generation arguments of one request."""
         def stage(do, t, k, p):
             return dict(do_sample=bool(do), temperature=float(t), top_k=int(k), top_p=float(p))
-        return self._native.generate(
+        return dict(
             trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
             talker=stage(sampling.do_sample, sampling.temperature, sampling.top_k, sampling.top_p),
             code_predictor=stage(sampling.cp_do_sample, sampling.cp_temperature, sampling.cp_top_k, sampling.cp_top_p),
             repetition_penalty=float(sampling.repetition_penalty), min_new_tokens=2,
-            max_frames=self.max_frames_for(plan, sampling), seed=int(sampling.seed), on_frame=on_frame,
+            max_frames=self.max_frames_for(plan, sampling), seed=int(sampling.seed),
             cp_single_launch=self.cp_single_launch, talker_persistent=self.talker_persistent,
             **plan.arrays(self._prompts.hidden))
+
+    def _generate(self, plan: PromptPlan, sampling: SamplingParams, on_frame) -> dict:
+        return self._native.generate(on_frame=on_frame, **self._request(plan, sampling))
+
+    def _open(self, plan: PromptPlan, sampling: SamplingParams):
+        """A native session (prefilled) for the batch worker."""
+        return self._native.open(**self._request(plan, sampling))
 
     def synthesize(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
                    instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
@@ -257,7 +287,27 @@ class Engine:
             raise ValueError(f"decode_every must be a positive integer, got {decode_every!r}")
         plan, sampling, timings, start = self._prepare(text, speaker, language, instruct, voice, sampling,
                                                        streaming_text)
-        return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every)
+        return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every,
+                           batcher=self._batcher if self.max_batch > 1 else None)
+
+    def synthesize_many(self, requests, max_batch: int | None = None) -> list[Result]:
+        """Several utterances at once, `max_batch` (default: the engine's, at least 2) in one batch:
+        `requests` are Request objects or dicts of synthesize()'s arguments. Results come back in
+        order; each equals what synthesize() gives for the same request and seed (audio decoded as a
+        stream, which equals offline decoding bit for bit). A request that fails raises after all
+        have ended."""
+        from .batch import Batcher
+        batcher = Batcher(self, max_batch or max(self.max_batch, 2))
+        requests = [r if isinstance(r, Request) else Request(**r) for r in requests]
+        prepared = [(self._prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text),
+                     icl_codes(r.voice)) for r in requests]   # every request checked before any starts
+        streams = [AudioStream(self, *p, prime, DECODE_EVERY, batcher=batcher) for p, prime in prepared]
+        for s in streams:
+            s._ended.wait()
+        for s in streams:
+            if s.error is not None:
+                raise s.error
+        return [s.result for s in streams]
 
     def _decode(self, codes: np.ndarray, voice: Voice | None) -> np.ndarray:
         """In-context cloning decodes the reference codes first and cuts their share of the
@@ -289,14 +339,21 @@ def icl_codes(voice: Voice | None) -> np.ndarray | None:
 _DONE = object()
 
 
+if TYPE_CHECKING:
+    from .batch import Batcher
+
+
 class AudioStream:
-    """Iterator of Chunk; generation runs on a worker thread with the GIL released."""
+    """Iterator of Chunk. Generation runs on a worker thread with the GIL released: its own, or the
+    engine's batch worker (Engine(max_batch=N): several streams advance together)."""
 
     def __init__(self, engine: Engine, plan: PromptPlan, sampling: SamplingParams, timings: Timings, start: float,
-                 prime_codes: np.ndarray | None = None, decode_every: int = 1):
+                 prime_codes: np.ndarray | None = None, decode_every: int = 1, batcher: "Batcher | None" = None):
         self._engine = engine
+        self._plan, self._sampling = plan, sampling
         self._queue: queue.Queue = queue.Queue()
         self._cancel = threading.Event()
+        self._ended = threading.Event()
         self._timings = timings
         self._start = start
         self._codes: list[np.ndarray] = []
@@ -309,15 +366,36 @@ class AudioStream:
         # in-context cloning: the decoder hears the reference codes first (their audio is dropped;
         # the reference cuts int(ref / total * samples), which can keep one more sample: see README)
         self._prime_codes = prime_codes
-        self._thread = threading.Thread(target=self._run, args=(plan, sampling), daemon=True,
-                                        name="kazeia-synthesis")
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if batcher is not None:
+            batcher.submit(self)
+        else:
+            self._thread = threading.Thread(target=self._run, daemon=True, name="kazeia-synthesis")
+            self._thread.start()
 
-    def _on_frame(self, index: int, codes: np.ndarray, talker_ms: float, cp_ms: float, prefill_ms: float) -> bool:
+    def _begin(self) -> None:   # (the caller holds the engine's lock)
+        self._engine.thread_policy.restart()
+        if self._prime_codes is not None:
+            self._decoder.push(self._prime_codes)
+
+    def _open_session(self):
+        """A native session for this request, prefilled (called by the batch worker)."""
+        self._begin()
+        return self._engine._open(self._plan, self._sampling)
+
+    def _cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def _frames_seen(self) -> int:
+        return len(self._codes)
+
+    def _on_frame(self, index: int, codes: np.ndarray, talker_ms: float, cp_ms: float,
+                  prefill_ms: float | None) -> bool:
         if self._cancel.is_set():
             return False
         t = self._timings
-        t.prefill_ms = prefill_ms
+        if prefill_ms is not None:
+            t.prefill_ms = prefill_ms
         self._engine.thread_policy.observe(talker_ms + cp_ms)
         t.talker_ms.append(talker_ms)
         t.code_predictor_ms.append(cp_ms)
@@ -345,31 +423,43 @@ class AudioStream:
                                                        code_predictor_ms=list(t.code_predictor_ms),
                                                        decoder_ms=list(t.decoder_ms))))
 
-    def _run(self, plan: PromptPlan, sampling: SamplingParams) -> None:
+    def _finish(self, out: dict, cancelled: bool = False) -> None:
+        """Generation has ended (the caller holds the engine's lock)."""
         try:
-            with self._engine._lock:
-                self._engine.thread_policy.restart()
-                if self._prime_codes is not None:
-                    self._decoder.push(self._prime_codes)
-                out = self._engine._generate(plan, sampling, self._on_frame)
-                codes = out["codes"]
-                if out["stop_reason"] == "cancelled":   # stop now: frames not yet heard are dropped
-                    codes = codes[:len(self._codes) - len(self._pending)]
-                    self._pending.clear()
-                else:
-                    self._decode_pending()
+            codes = out["codes"]
+            reason = "cancelled" if cancelled else out["stop_reason"]
+            if reason == "cancelled":   # stop now: frames not yet heard are dropped
+                codes = codes[:len(self._codes) - len(self._pending)]
+                self._pending.clear()
+            else:
+                self._decode_pending()
             t = self._timings
             t.prefill_ms = float(out["prefill_ms"])
             t.frames = len(codes)
             del t.talker_ms[len(codes):], t.code_predictor_ms[len(codes):]
             t.total_ms = 1000 * (time.perf_counter() - self._start)
             audio = np.concatenate(self._audio) if self._audio else np.zeros(0, np.float32)
-            self.result = Result(audio, self._engine.info.sample_rate, codes, t, out["stop_reason"],
-                                 self._engine.placement_report())
-        except BaseException as e:   # surfaced to the consumer by __next__
+            self.result = Result(audio, self._engine.info.sample_rate, codes, t, reason, self._engine._report())
+        except BaseException as e:
             self.error = e
-        finally:
-            self._queue.put(_DONE)
+        self._end()
+
+    def _fail(self, error: BaseException) -> None:
+        self.error = error
+        self._end()
+
+    def _end(self) -> None:
+        self._ended.set()
+        self._queue.put(_DONE)
+
+    def _run(self) -> None:
+        try:
+            with self._engine._lock:
+                self._begin()
+                out = self._engine._generate(self._plan, self._sampling, self._on_frame)
+                self._finish(out)
+        except BaseException as e:   # surfaced to the consumer by __next__
+            self._fail(e)
 
     def __iter__(self) -> Iterator[Chunk]:
         return self
@@ -388,7 +478,7 @@ class AudioStream:
 
     def wait(self, timeout: float | None = None) -> Result | None:
         """Blocks until generation has ended (drains nothing); returns the result."""
-        self._thread.join(timeout)
+        self._ended.wait(timeout)
         if self.error is not None:
             raise self.error
         return self.result
@@ -398,4 +488,4 @@ class AudioStream:
 
     def __exit__(self, *exc) -> None:
         self.cancel()
-        self._thread.join()
+        self._ended.wait()

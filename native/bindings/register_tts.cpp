@@ -43,6 +43,44 @@ sampling_config sampling_of(const py::dict & d) {
     return c;
 }
 
+generation_request request_of(const i32_array & text_ids, const i32_array & codec_ids,
+                              const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
+                              const i32_array & trailing, const py::dict & talker, const py::dict & code_predictor,
+                              float repetition_penalty, int min_new_tokens, int64_t max_frames, uint64_t seed,
+                              bool cp_single_launch, bool talker_persistent) {
+    generation_request req;
+    req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
+    req.trailing_text_ids = to_vector<int32_t>(trailing);
+    req.talker = sampling_of(talker);
+    req.code_predictor = sampling_of(code_predictor);
+    req.repetition_penalty = repetition_penalty;
+    req.min_new_tokens = min_new_tokens;
+    req.max_frames = max_frames;
+    req.seed = seed;
+    req.cp_single_launch = cp_single_launch;
+    req.talker_persistent = talker_persistent;
+    return req;
+}
+
+const char * reason_name(stop_reason r);
+
+// codes [n, groups], per-frame talker / code-predictor ms [n, 2], prefill ms and the stop reason
+py::dict result_dict(const generation_result & res, int groups) {
+    py::array_t<int32_t> codes({res.n_frames, int64_t(groups)});
+    std::copy(res.codes.begin(), res.codes.begin() + res.n_frames * groups, codes.mutable_data());
+    py::array_t<double> timings({res.n_frames, int64_t(2)});
+    for (int64_t i = 0; i < res.n_frames; ++i) {
+        timings.mutable_at(i, 0) = res.timings[size_t(i)].talker_ms;
+        timings.mutable_at(i, 1) = res.timings[size_t(i)].code_predictor_ms;
+    }
+    py::dict out;
+    out["codes"] = codes;
+    out["stop_reason"] = reason_name(res.reason);
+    out["prefill_ms"] = res.prefill_ms;
+    out["timings_ms"] = timings;
+    return out;
+}
+
 const char * reason_name(stop_reason r) {
     switch (r) {
         case stop_reason::eos: return "eos";
@@ -102,6 +140,24 @@ void register_tts(py::module_ & m) {
         return out;
     }, py::arg("logits"), py::arg("config"), py::arg("seed"), py::arg("n"));
 
+    py::class_<tts_session>(m, "TtsSession")
+        .def_property_readonly("done", &tts_session::done)
+        .def_property_readonly("n_frames", [](const tts_session & s) { return s.result().n_frames; })
+        .def_property_readonly("cache_bytes", &tts_session::cache_bytes)
+        .def("frame", [](const tts_session & s, int64_t t) {
+            const generation_result & r = s.result();
+            if (t < 0 || t >= r.n_frames) throw std::out_of_range("no frame " + std::to_string(t));
+            const int64_t groups = int64_t(r.codes.size()) / r.n_frames;
+            py::array_t<int32_t> a(groups);
+            std::copy(r.codes.begin() + t * groups, r.codes.begin() + (t + 1) * groups, a.mutable_data());
+            const frame_timing & tm = r.timings[size_t(t)];
+            return py::make_tuple(a, tm.talker_ms, tm.code_predictor_ms);
+        }, py::arg("t"), "frame t: (codes, talker ms, code-predictor ms)")
+        .def("result", [](const tts_session & s) {
+            const generation_result & r = s.result();
+            return result_dict(r, r.n_frames ? int(r.codes.size() / size_t(r.n_frames)) : 16);
+        }, "as generate returns (the stop reason is valid once done)");
+
     py::class_<tts_engine>(m, "TtsEngine")
         .def(py::init([](const model & mdl, std::shared_ptr<thread_pool> pool, bool talker_scheduled,
                          bool code_predictor_scheduled, const std::string & talker_weights_buffer,
@@ -135,17 +191,9 @@ void register_tts(py::module_ & m) {
                             float repetition_penalty, int min_new_tokens, int64_t max_frames, uint64_t seed,
                             const std::function<bool(int64_t, py::array_t<int32_t>, double, double, double)> & on_frame,
                             bool cp_single_launch, bool talker_persistent) {
-            generation_request req;
-            req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
-            req.trailing_text_ids = to_vector<int32_t>(trailing);
-            req.talker = sampling_of(talker);
-            req.code_predictor = sampling_of(code_predictor);
-            req.repetition_penalty = repetition_penalty;
-            req.min_new_tokens = min_new_tokens;
-            req.max_frames = max_frames;
-            req.seed = seed;
-            req.cp_single_launch = cp_single_launch;
-            req.talker_persistent = talker_persistent;
+            const generation_request req = request_of(text_ids, codec_ids, frame_codes, vectors, trailing, talker,
+                                                      code_predictor, repetition_penalty, min_new_tokens, max_frames,
+                                                      seed, cp_single_launch, talker_persistent);
             const int groups = e.n_code_groups();
             frame_callback cb;
             if (on_frame) {
@@ -161,23 +209,30 @@ void register_tts(py::module_ & m) {
                 py::gil_scoped_release release;
                 res = e.generate(req, cb);
             }
-            py::array_t<int32_t> codes({res.n_frames, int64_t(groups)});
-            std::copy(res.codes.begin(), res.codes.end(), codes.mutable_data());
-            py::array_t<double> timings({res.n_frames, int64_t(2)});
-            for (int64_t i = 0; i < res.n_frames; ++i) {
-                timings.mutable_at(i, 0) = res.timings[i].talker_ms;
-                timings.mutable_at(i, 1) = res.timings[i].code_predictor_ms;
-            }
-            py::dict out;
-            out["codes"] = codes;
-            out["stop_reason"] = reason_name(res.reason);
-            out["prefill_ms"] = res.prefill_ms;
-            out["timings_ms"] = timings;
-            return out;
+            return result_dict(res, groups);
         }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
            py::arg("talker"), py::arg("code_predictor"), py::arg("repetition_penalty"), py::arg("min_new_tokens"),
            py::arg("max_frames"), py::arg("seed"), py::arg("on_frame"), py::arg("cp_single_launch") = true,
            py::arg("talker_persistent") = true)
+        .def("open", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
+                        const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
+                        const i32_array & trailing, const py::dict & talker, const py::dict & code_predictor,
+                        float repetition_penalty, int min_new_tokens, int64_t max_frames, uint64_t seed,
+                        bool cp_single_launch, bool talker_persistent) {
+            const generation_request req = request_of(text_ids, codec_ids, frame_codes, vectors, trailing, talker,
+                                                      code_predictor, repetition_penalty, min_new_tokens, max_frames,
+                                                      seed, cp_single_launch, talker_persistent);
+            py::gil_scoped_release release;
+            return e.open(req);
+        }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
+           py::arg("talker"), py::arg("code_predictor"), py::arg("repetition_penalty"), py::arg("min_new_tokens"),
+           py::arg("max_frames"), py::arg("seed"), py::arg("cp_single_launch") = true, py::arg("talker_persistent") = true,
+           py::keep_alive<0, 1>(), "a session for this request, its prompt prefilled (generation arguments as generate)")
+        .def("step", [](tts_engine & e, const std::vector<tts_session *> & sessions) {
+            py::gil_scoped_release release;
+            e.step(sessions);
+        }, py::arg("sessions"), "advance every session that is not done by one frame, in one talker and one "
+                                "code-predictor launch")
         .def("embed", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
                          const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors) {
             prompt_rows r = rows_of(text_ids, codec_ids, frame_codes, vectors);

@@ -1,0 +1,88 @@
+"""Many utterances through one engine at once: each is a native session (its own KV cache, random
+stream and position) and every frame step advances all of them in one talker launch and one
+code-predictor launch, so the weights are read once per step for the whole batch. Sessions join
+(after their prefill) and leave (EOS, frame limit, cancel) at frame boundaries; a sequence's codes
+depend only on its own request, never on what shares its steps."""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # (imported for annotations only: engine imports this module)
+    from .engine import AudioStream, Engine
+
+
+class Batcher:
+    """The worker that steps every active session of an engine together (at most `max_batch`; the
+    rest wait their turn in arrival order). Started on demand; it exits when nothing is left."""
+
+    def __init__(self, engine: "Engine", max_batch: int):
+        if not isinstance(max_batch, int) or max_batch < 1:
+            raise ValueError(f"max_batch must be a positive integer, got {max_batch!r}")
+        self.max_batch = max_batch
+        self._engine = engine
+        self._waiting: deque = deque()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self.steps = 0            # frame steps run (for tests and the bench)
+        self.largest_batch = 0
+
+    def submit(self, stream: "AudioStream") -> None:
+        with self._cond:
+            self._waiting.append(stream)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True, name="kazeia-batch")
+                self._thread.start()
+            self._cond.notify()
+
+    def _admit(self, active: list) -> list:
+        with self._cond:
+            joining = []
+            while self._waiting and len(active) + len(joining) < self.max_batch:
+                joining.append(self._waiting.popleft())
+            return joining
+
+    def _run(self) -> None:
+        active: list[tuple["AudioStream", object]] = []   # (stream, native session)
+        while True:
+            joining = self._admit(active)
+            with self._cond:
+                if not active and not joining:
+                    self._thread = None
+                    return
+            with self._engine._lock:   # a placement or thread change waits for the step to end
+                for stream in joining:
+                    try:
+                        active.append((stream, stream._open_session()))
+                    except BaseException as e:   # a bad request fails alone
+                        stream._fail(e)
+                live = [(s, n) for s, n in active if not s._cancelled()]
+                for s, n in active:
+                    if s._cancelled():
+                        s._finish(n.result(), cancelled=True)
+                active = live
+                if not active:
+                    continue
+                self.largest_batch = max(self.largest_batch, len(active))
+                try:
+                    self._engine._native.step([n for _, n in active])
+                    self.steps += 1
+                except BaseException as e:   # an engine failure ends every session of the step
+                    for s, _ in active:
+                        s._fail(e)
+                    active = []
+                    continue
+                still = []
+                for stream, session in active:
+                    if session.n_frames > stream._frames_seen():
+                        codes, talker_ms, cp_ms = session.frame(session.n_frames - 1)
+                        prefill_ms = session.result()["prefill_ms"] if session.n_frames == 1 else None
+                        if not stream._on_frame(session.n_frames - 1, codes, talker_ms, cp_ms, prefill_ms):
+                            stream._finish(session.result(), cancelled=True)
+                            continue
+                    if session.done:
+                        stream._finish(session.result())
+                    else:
+                        still.append((stream, session))
+                active = still

@@ -1,0 +1,130 @@
+"""Many sessions on one model: a sequence's codes must not depend on what shares its steps. Greedy
+golden cases inside batches of 1, 2, 4 and 8 (mixed with other requests of other lengths, some
+joining late) against the reference; seeded sampling unchanged by the batch; cancel and early stops
+leave the others untouched; several streams from threads share one batch."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from kazeia import _native
+from kazeia.engine import Engine, Request, SamplingParams, open_model
+
+from test_tts import CASES, MANIFEST, case_request
+
+
+@pytest.mark.parametrize("type_", ["q8_0", "q6_K", "f32", "f16", "bf16", "q4_K"])
+def test_batch_products_give_every_column_what_it_gets_alone(type_):
+    """The kernels behind a batched step: each column bit for bit as a one-column product."""
+    batch, alone = _native.compare_batch_columns(type_, rows=256, cols=1024, n=6, seed=3)
+    assert batch.shape == alone.shape == (6, 256)
+    assert np.array_equal(batch, alone)
+    assert np.abs(alone).max() > 0
+
+
+@pytest.fixture(scope="module")
+def engines(converted):
+    cache = {}
+
+    def get(variant):
+        if variant not in cache:
+            cache[variant] = Engine(open_model(converted(variant, "f32")), threads=2)
+        return cache[variant]
+    return get
+
+
+def golden_request(engine, case):
+    _, text, request, g = case_request(case)
+    greedy = SamplingParams.from_model(engine.info, max_frames=len(g["codes"])).greedy()
+    return Request(text, sampling=greedy, **request), g
+
+
+@pytest.mark.parametrize("batch", [1, 2, 4, 8])
+@pytest.mark.parametrize("variant", sorted({m["variant"] for m in MANIFEST["cases"].values()}))
+def test_golden_cases_inside_a_batch_match_the_reference(engines, variant, batch):
+    engine = engines(variant)
+    cases = [c for c in CASES if MANIFEST["cases"][c]["variant"] == variant]
+    golden = [golden_request(engine, c) for c in cases]
+    # the rest of the batch: the same texts, sampled, at other lengths (they leave early or late)
+    fillers = []
+    for i in range(max(batch - 1, 0) + 2 * batch):
+        r, g = golden[i % len(golden)]
+        fillers.append(Request(r.text, speaker=r.speaker, language=r.language, instruct=r.instruct, voice=r.voice,
+                               streaming_text=r.streaming_text,
+                               sampling=SamplingParams.from_model(engine.info, seed=100 + i, max_frames=3 + 5 * i)))
+    requests = [r for r, _ in golden] + fillers   # more requests than slots: later ones join as others leave
+    results = engine.synthesize_many(requests, max_batch=batch)
+    for (r, g), res in zip(golden, results):
+        assert np.array_equal(res.codes, g["codes"]), r.text
+        assert res.stop_reason == "limit"
+        assert float(np.abs(res.audio - g["wav"]).max()) <= 1e-4
+    for r, res in zip(fillers, results[len(golden):]):
+        assert len(res.codes) == r.sampling.max_frames or res.stop_reason == "eos"
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from kazeia.engine import demo_model_path
+    return Engine.load(demo_model_path(), threads=2)
+
+
+def sampled(engine, seed, frames, **kw):
+    return SamplingParams.from_model(engine.info, seed=seed, max_frames=frames, **kw)
+
+
+def test_seeded_sampling_does_not_depend_on_the_batch(demo):
+    texts = ["The same seed gives the same voice.", "Other company.", "A third request, longer than the rest.",
+             "Short."]
+    speakers = ["vivian", "ryan", "eric", "serena"]
+    alone = [demo.synthesize(t, speaker=s, sampling=sampled(demo, 7 + i, 20 + 3 * i, temperature=0.6 + 0.1 * i))
+             for i, (t, s) in enumerate(zip(texts, speakers))]
+    together = demo.synthesize_many([Request(t, speaker=s, sampling=sampled(demo, 7 + i, 20 + 3 * i,
+                                                                            temperature=0.6 + 0.1 * i))
+                                     for i, (t, s) in enumerate(zip(texts, speakers))], max_batch=4)
+    for a, b in zip(alone, together):
+        assert np.array_equal(a.codes, b.codes) and np.array_equal(a.audio, b.audio)
+    assert len({a.codes.tobytes() for a in alone}) == len(alone)   # really different requests
+
+
+def test_streams_from_threads_run_in_one_batch_and_one_can_be_cancelled(demo):
+    engine = Engine(demo.model, threads=2, max_batch=4)
+    texts = [f"Stream number {i} speaks while the others do." for i in range(4)]
+    alone = [demo.synthesize(t, speaker="vivian", sampling=sampled(demo, i, 40)) for i, t in enumerate(texts)]
+    results, cancelled = [None] * 4, {}
+    started = threading.Barrier(4)
+
+    def listen(i):
+        started.wait()
+        stream = engine.stream(texts[i], speaker="vivian", sampling=sampled(demo, i, 40))
+        for n, chunk in enumerate(stream):
+            if i == 3 and n == 1:   # one listener gives up after two chunks
+                stream.cancel()
+                cancelled["delivered"] = chunk.first_frame + chunk.frames
+        results[i] = stream.result
+    threads = [threading.Thread(target=listen, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert engine._batcher.largest_batch >= 2   # they really shared steps
+    for i in range(3):
+        assert np.array_equal(results[i].codes, alone[i].codes) and np.array_equal(results[i].audio, alone[i].audio)
+    r = results[3]
+    assert r.stop_reason == "cancelled" and len(r.codes) >= cancelled["delivered"] and len(r.codes) < 40
+    assert np.array_equal(r.codes, alone[3].codes[:len(r.codes)])
+
+
+def test_a_late_joiner_and_a_bad_request_leave_the_others_untouched(demo):
+    engine = Engine(demo.model, threads=2, max_batch=3)
+    first = engine.stream("The first one starts alone.", speaker="ryan", sampling=sampled(demo, 1, 30))
+    next(first)
+    late = engine.stream("The second joins later.", speaker="ryan", sampling=sampled(demo, 2, 10))
+    a, b = first.wait(60), late.wait(60)
+    assert np.array_equal(a.codes, demo.synthesize("The first one starts alone.", speaker="ryan",
+                                                   sampling=sampled(demo, 1, 30)).codes)
+    assert np.array_equal(b.codes, demo.synthesize("The second joins later.", speaker="ryan",
+                                                   sampling=sampled(demo, 2, 10)).codes)
+    with pytest.raises(ValueError, match="speaker"):
+        engine.synthesize_many([Request("Fine.", speaker="ryan"), Request("Bad.", speaker="nobody")])
