@@ -139,7 +139,12 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
 
 
 def main_bench(args) -> int:
-    if args.contend is not None:
+    if args.batch is not None:
+        from .bench_batch import bench_batch
+        result = bench_batch(tuple(args.batch), size=args.size, out_type=args.type,
+                             decoder_type=args.decoder_type or "f16", frames=args.frames, threads=args.threads,
+                             runs=args.runs, model_path=args.model, progress=not args.quiet)
+    elif args.contend is not None:
         from .bench_contend import bench_contend
         result = bench_contend(args.contend, size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
                                frames=args.frames, runs=args.runs, threads=args.threads, model_path=args.model,

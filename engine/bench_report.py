@@ -73,6 +73,14 @@ def summary(result: dict) -> str:
                          f"KL {a['talker_kl']:.1e} / {a['code_predictor_kl']:.1e}, SNR {a['decoder_snr_db']:.1f} dB",
                          "passes" if p["passes_gate"] else "FAILS the gate"])
         lines += _table(["placement", "talker / cp / decoder ms", "RTF", "accuracy vs f32 on the CPU", "gate"], rows)
+    elif stage == "batch":
+        lines[0] += f", {result['type']}, {result['frames_per_stream']} frames per stream"
+        rows = [[b, f"{m['step_ms']['talker']:.1f} / {m['step_ms']['code_predictor']:.1f}",
+                 f"{m['decoder_ms_per_stream_frame']:.1f}", f"{m['lm_throughput_vs_1']:.2f}x",
+                 f"{m['aggregate_frames_per_s']:.1f}", f"{m['aggregate_rtf']:.2f}", f"{m['peak_rss_mb']:.0f}"]
+                for b, m in result["batches"].items()]
+        lines += _table(["B", "talker / cp ms per step", "decoder ms/frame", "talker+cp throughput",
+                         "frames/s", "aggregate RTF", "peak MB"], rows)
     elif stage == "contend":
         rows = [[name, f"{p['idle']['rtf']:.2f}", f"{p['contended']['rtf']:.2f}",
                  f"{p['contended_over_idle_rtf']:.2f}x", _ms(p["contended"]["ms_per_frame"])]

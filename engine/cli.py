@@ -224,6 +224,16 @@ def thread_count(text: str) -> int:
                                          f"threads must be a whole number, got {text!r}") from None
 
 
+def batch_sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or any(b < 1 for b in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: give positive batch sizes separated by commas, e.g. 1,2,4,8")
+    return sizes
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .gguf_file import FILE_TYPES, HALF_OR_F32, type_mix_arg
     from .random_model import SIZES, VARIANTS
@@ -324,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--contend", type=int, default=None, metavar="N",
                    help="time the pipeline idle and with N busy processes pinned to cores, alternating, at the "
                         "default thread policy and at a fixed count")
+    b.add_argument("--batch", type=batch_sizes, default=None, metavar="B,B,...",
+                   help="many voices at once: time batches of these sizes (with 1) side by side: per-stream ms per "
+                        "frame, aggregate frames per second and RTF, peak RSS")
     b.add_argument("--size", choices=SIZES, default="0.6b", help="random model to make and measure")
     b.add_argument("--frames", type=int, default=50)
     b.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core; fewer while other processes hold some)")

@@ -362,7 +362,7 @@ class AudioStream:
         self._audio: list[np.ndarray] = []
         self.result: Result | None = None
         self.error: BaseException | None = None
-        self._decoder = engine._decoder.stream()
+        self._decoder = engine._decoder.stream(share_compute=True)   # pushed under the engine's lock
         # in-context cloning: the decoder hears the reference codes first (their audio is dropped;
         # the reference cuts int(ref / total * samples), which can keep one more sample: see README)
         self._prime_codes = prime_codes

@@ -26,14 +26,16 @@ class DecoderStream:
     """Feed frames as they are generated; get the audio they determine. The concatenated output
     equals `SpeechDecoder.decode` of all frames, whatever the feeding pattern."""
 
-    def __init__(self, decoder: "SpeechDecoder", max_graph_frames: int = 8, profile: bool = False):
+    def __init__(self, decoder: "SpeechDecoder", max_graph_frames: int = 8, profile: bool = False,
+                 share_compute: bool = False):
         hp = decoder.model.info.hparams["decoder"]
         self._n_q, self._cb = hp["num_quantizers"], hp["codebook_size"]
         self.sample_rate = decoder.model.info.sample_rate
         self._native = _native.SpeechDecoderStream(decoder._native, decoder.pool,
                                                    reference_chunking=decoder.reference_chunking,
                                                    scheduled=decoder.scheduled,
-                                                   max_graph_frames=max_graph_frames, profile=profile)
+                                                   max_graph_frames=max_graph_frames, profile=profile,
+                                                   share_compute=share_compute)
         self._decoder = decoder   # keeps the weights alive while the stream lives
 
     @property
@@ -87,8 +89,10 @@ class SpeechDecoder:
         report = stream.placement_report() if stream is not None else None
         return report if report and report["nodes"] else None
 
-    def stream(self) -> DecoderStream:
-        return DecoderStream(self)
+    def stream(self, share_compute: bool = False) -> DecoderStream:
+        """`share_compute`: one compute buffer with the decoder's other such streams (for callers that
+        push to one stream at a time, as the engine does under its lock)."""
+        return DecoderStream(self, share_compute=share_compute)
 
     def decode(self, codes) -> np.ndarray:
         """All frames of one utterance (the offline stream is reused: no per-call setup)."""

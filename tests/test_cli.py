@@ -226,3 +226,15 @@ def test_bench_reports_divergence_per_stage_and_decoder_compute(tmp_path):
     assert c["gemm_peak_gflops"] > 0 and c["gflop_per_frame"] > 0
     assert abs(sum(s["gflop_per_frame"] for s in c["per_stage"].values()) - c["gflop_per_frame"]) < 1e-9
     assert {"transformer", "upsampling", "vocoder block 1"} <= set(c["per_stage"])
+
+
+def test_bench_batch_sizes_side_by_side(tmp_path):
+    r = kazeia("bench", "--batch", "2", "--model", "demo", "--frames", "4", "--threads", "1", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert set(result["batches"]) == {"1", "2"}   # B = 1 always runs as the baseline
+    two = result["batches"]["2"]
+    assert two["frames"] == 8 and two["aggregate_frames_per_s"] > 0 and two["peak_rss_mb"] > 0
+    assert two["lm_throughput_vs_1"] > 0 and result["batches"]["1"]["lm_throughput_vs_1"] == 1.0
+    r = kazeia("bench", "--batch", "0,2")
+    assert r.returncode == 2 and "positive batch sizes" in r.stderr

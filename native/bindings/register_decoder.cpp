@@ -37,7 +37,7 @@ void register_decoder(py::module_ & m) {
 
     py::class_<speech_decoder_stream>(m, "SpeechDecoderStream")
         .def(py::init([](std::shared_ptr<speech_decoder> decoder, std::shared_ptr<thread_pool> pool, bool reference_chunking, int chunk_frames,
-                         int left_context, int max_graph_frames, bool profile, bool scheduled) {
+                         int left_context, int max_graph_frames, bool profile, bool scheduled, bool share_compute) {
                  speech_decoder_options o;
                  o.reference_chunking = reference_chunking;
                  o.chunk_frames = chunk_frames;
@@ -45,11 +45,13 @@ void register_decoder(py::module_ & m) {
                  o.max_graph_frames = max_graph_frames;
                  o.profile = profile;
                  o.scheduled = scheduled;
+                 o.share_compute = share_compute;
                  py::gil_scoped_release release;
                  return std::make_unique<speech_decoder_stream>(std::move(decoder), std::move(pool), o);
              }),
              py::arg("decoder"), py::arg("pool"), py::arg("reference_chunking") = true,
-             py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 8, py::arg("profile") = false, py::arg("scheduled") = false)
+             py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 8, py::arg("profile") = false, py::arg("scheduled") = false,
+             py::arg("share_compute") = false)
         .def("push", [](speech_decoder_stream & s, const codes_array & codes) {
             int64_t n = 0;
             const int32_t * data = frames_of(codes, s.n_quantizers(), n);

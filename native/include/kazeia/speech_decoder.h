@@ -27,6 +27,8 @@ struct speech_decoder_options {
     bool profile = false;             // time every node (slow: one launch per node); see profile()
     bool scheduled = false;           // compute through ggml_backend_sched (placement accel-sched), on the
                                       // decoder's device when it has one, else over the CPU alone
+    bool share_compute = false;       // one compute buffer for every stream of the decoder that asks for it
+                                      // (tens of MB each at full size); such streams must not push concurrently
 };
 
 // The decoder's weights, bound and rearranged for its graphs once per model; any number of

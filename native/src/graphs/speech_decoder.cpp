@@ -8,6 +8,8 @@
 #include "kazeia/speech_decoder.h"
 
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <cstring>
 #include <stdexcept>
 
@@ -84,6 +86,9 @@ struct voc_block_w {
 }  // namespace
 
 struct speech_decoder::weights {
+    // compute shared by streams with share_compute, per placement kind (alive while a stream holds it)
+    mutable std::mutex shared_mutex;
+    mutable std::map<bool, std::weak_ptr<graph_runner>> shared_runners;
     const model & m;
     const speech_decoder_hparams & hp;
     std::string device;          // accel-sched: the accelerator holding the weights ("" = none)
@@ -252,13 +257,30 @@ struct speech_decoder_stream::impl {
     int64_t total_frames = 0;           // frames decoded since reset()
     std::vector<int32_t> history;       // last left_context frames (reference chunking replays them)
 
-    graph_runner runner;
+    std::shared_ptr<graph_runner> runner_;
+    graph_runner & runner;
     bool standard_ops;   // scheduled onto an accelerator: no custom ops (they would run on the CPU)
 
+    static std::shared_ptr<graph_runner> make_runner(const speech_decoder::weights & W, std::shared_ptr<thread_pool> pool,
+                                                     const speech_decoder_options & o) {
+        auto make = [&] {
+            return std::make_shared<graph_runner>(std::move(pool), k_graph_size,
+                                                  o.scheduled ? compute_placement::sched : compute_placement::cpu,
+                                                  o.scheduled ? W.device : "");
+        };
+        if (!o.share_compute) return make();
+        std::lock_guard<std::mutex> lock(W.shared_mutex);
+        std::shared_ptr<graph_runner> r = W.shared_runners[o.scheduled].lock();
+        if (!r) {
+            r = make();
+            W.shared_runners[o.scheduled] = r;
+        }
+        return r;
+    }
+
     impl(std::shared_ptr<const speech_decoder> decoder, std::shared_ptr<thread_pool> pool, const speech_decoder_options & o)
-        : owner(std::move(decoder)), W(owner->prepared()), hp(W.hp), opt(o), runner(std::move(pool), k_graph_size, o.scheduled ? compute_placement::sched : compute_placement::cpu,
-                 o.scheduled ? W.device : ""),
-          standard_ops(o.scheduled && !W.device.empty()) {
+        : owner(std::move(decoder)), W(owner->prepared()), hp(W.hp), opt(o), runner_(make_runner(W, std::move(pool), o)),
+          runner(*runner_), standard_ops(o.scheduled && !W.device.empty()) {
         if (opt.chunk_frames <= opt.left_context || opt.left_context < 0) {
             throw std::invalid_argument("chunk_frames must exceed left_context >= 0");
         }

@@ -120,6 +120,67 @@ void rows_vnni(const block_q8 * w, const int8_t * q, const float * d, float * y,
 #undef KAZEIA_GEMV_DOT
 #undef KAZEIA_GEMV_ROW
 
+// The columns of a batch with VNNI: each weight block is loaded once per C columns, which are kept
+// as x + 128 (unsigned) so the block needs no per-column sign handling: (x + 128) . w - 128 sum(w)
+// is x . w exactly, lane by lane, so every float sum is the one-column kernel's.
+template <int C>
+__attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni"))) inline void block_vnni(
+    const block_q8 & blk, const uint8_t * const * xu, const float * const * dv, int64_t b, __m256 * acc) {
+    const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk.qs));
+    const __m256i corr = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(char(0x80)), wq);
+    const float dw = _cvtsh_ss(blk.d);
+    for (int c = 0; c < C; ++c) {
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xu[c] + b * k_block));
+        const __m256i dot = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), xq, wq), corr);
+        acc[4 * c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dv[c][b]), _mm256_cvtepi32_ps(dot), acc[4 * c]);
+    }
+}
+
+template <int C>
+__attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni")))
+void tile_vnni(const block_q8 * row, const uint8_t * const * xu, const float * const * dv, float * const * out,
+               int64_t nb) {
+    __m256 acc[4 * C];   // column c's four accumulators at 4c .. 4c + 3
+    for (int i = 0; i < 4 * C; ++i) acc[i] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        for (int a = 0; a < 4; ++a) block_vnni<C>(row[b + a], xu, dv, b + a, acc + a);
+    }
+    for (; b < nb; ++b) block_vnni<C>(row[b], xu, dv, b, acc);
+    for (int c = 0; c < C; ++c) {
+        const __m256 * ac = acc + 4 * c;
+        *out[c] = hsum(_mm256_add_ps(_mm256_add_ps(ac[0], ac[1]), _mm256_add_ps(ac[2], ac[3])));
+    }
+}
+
+__attribute__((target("avx2,fma,f16c,avx512vl,avx512vnni")))
+void columns_vnni(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1,
+                  int64_t rows, int64_t cols) {
+    thread_local std::vector<uint8_t> shifted;
+    const int64_t k = nb * k_block;
+    shifted.resize(size_t(k * cols));
+    for (int64_t i = 0; i < k * cols; ++i) shifted[size_t(i)] = uint8_t(int(q[i]) + 128);
+    for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c0 = 0; c0 < cols; c0 += 4) {
+            const int n = int(std::min<int64_t>(4, cols - c0));
+            const uint8_t * xu[4];
+            const float * dv[4];
+            float * out[4];
+            for (int c = 0; c < n; ++c) {
+                xu[c] = shifted.data() + (c0 + c) * k;
+                dv[c] = d + (c0 + c) * nb;
+                out[c] = y + (c0 + c) * rows + r;
+            }
+            switch (n) {
+                case 4: tile_vnni<4>(w + r * nb, xu, dv, out, nb); break;
+                case 3: tile_vnni<3>(w + r * nb, xu, dv, out, nb); break;
+                case 2: tile_vnni<2>(w + r * nb, xu, dv, out, nb); break;
+                default: tile_vnni<1>(w + r * nb, xu, dv, out, nb); break;
+            }
+        }
+    }
+}
+
 bool has_vnni() {
     static const bool yes = cpu_has_avx2() && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     return yes;
@@ -129,7 +190,10 @@ std::atomic<bool> g_avx2_only{false};
 
 void gemv_rows(const block_q8 * w, const int8_t * q, const float * d, float * y, int64_t nb, int64_t r0, int64_t r1,
                int64_t rows, int64_t cols) {
-    if (has_vnni() && !g_avx2_only.load(std::memory_order_relaxed)) return rows_vnni(w, q, d, y, nb, r0, r1, rows, cols);
+    if (has_vnni() && !g_avx2_only.load(std::memory_order_relaxed)) {
+        if (cols > 1) return columns_vnni(w, q, d, y, nb, r0, r1, rows, cols);
+        return rows_vnni(w, q, d, y, nb, r0, r1, rows, cols);
+    }
     rows_avx2(w, q, d, y, nb, r0, r1, rows, cols);
 }
 
