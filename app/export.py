@@ -3,12 +3,13 @@ own metadata; several takes at once with a naming pattern. Nothing is left half-
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import numpy as np
 import soundfile
+
+from kazeia.engine.atomic import atomic_path, atomic_write_text
 
 from .takes import Take
 
@@ -29,18 +30,13 @@ def export_take(take: Take, audio: np.ndarray, path: Path, fmt: str = "wav-float
     if path.suffix.lower() != ext:
         path = path.with_suffix(ext)
     params = take.to_json()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with soundfile.SoundFile(tmp, "w", take.sample_rate, 1, subtype=subtype, format=kind) as f:
-            f.title = (take.name or take.text)[:200]
-            f.software = "Kazeia"
-            f.comment = json.dumps(params)[:4000]   # the sidecar holds everything
-            f.write(np.asarray(audio, np.float32))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    sidecar = path.with_suffix(path.suffix + ".json")
-    sidecar.write_text(json.dumps(params, indent=1))
+    with atomic_path(path) as tmp, soundfile.SoundFile(tmp, "w", take.sample_rate, 1, subtype=subtype,
+                                                       format=kind) as f:
+        f.title = (take.name or take.text)[:200]
+        f.software = "Kazeia"
+        f.comment = json.dumps(params)[:4000]   # the sidecar holds everything
+        f.write(np.asarray(audio, np.float32))
+    atomic_write_text(path.with_suffix(path.suffix + ".json"), json.dumps(params, indent=1))
     return path
 
 

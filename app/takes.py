@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
+from kazeia.engine.atomic import atomic_path
+
 
 @dataclass
 class Take:
@@ -72,12 +74,8 @@ def data_dir() -> Path:
 
 
 def _atomic_write(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class TakeStore:

@@ -34,16 +34,14 @@ def ref_argmax_in_top5(ref: np.ndarray, other: np.ndarray) -> float:
     return float(np.mean(np.any(np.argsort(-other, axis=-1)[..., :5] == best, axis=-1)))
 
 
-def logit_divergence(ref, other, plan, codes: np.ndarray, cp_frames: int = 10) -> dict:
-    """Both engines (kazeia.engine.Engine) fed the same prompt `plan` and frames `codes`."""
-    args = dict(plan.arrays(ref._prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
-                codes=np.ascontiguousarray(codes, np.int32))
-    lr, hr = ref._native.teacher_forced(**args)
-    lo, ho = other._native.teacher_forced(**args)
+def logit_divergence(ref, other, text: str, request: dict, codes: np.ndarray, cp_frames: int = 10) -> dict:
+    """Both engines (kazeia.engine.Engine) fed the same request and frames `codes`."""
+    lr, hr = ref.teacher_forced(text, codes, **request)
+    lo, ho = other.teacher_forced(text, codes, **request)
     vocab = min(AUDIO_CODES, lr.shape[1])
     n_cp = min(len(codes), cp_frames)
-    cpr = np.stack([ref._native.code_predictor_logits(hr[f], codes[f]) for f in range(n_cp)])
-    cpo = np.stack([other._native.code_predictor_logits(ho[f], codes[f]) for f in range(n_cp)])
+    cpr = np.stack([ref.code_predictor_logits(hr[f], codes[f]) for f in range(n_cp)])
+    cpo = np.stack([other.code_predictor_logits(ho[f], codes[f]) for f in range(n_cp)])
     return {"talker_kl": kl(lr[:, :vocab], lo[:, :vocab]), "talker_top5": top5_overlap(lr[:, :vocab], lo[:, :vocab]),
             "talker_ref_argmax_in_top5": ref_argmax_in_top5(lr[:, :vocab], lo[:, :vocab]),
             "code_predictor_kl": kl(cpr, cpo), "code_predictor_top5": top5_overlap(cpr, cpo),
@@ -58,4 +56,4 @@ def snr_db(ref: np.ndarray, other: np.ndarray) -> float:
 
 def decoder_snr_db(ref, other, codes: np.ndarray) -> float:
     """Both engines' decoders on the same codes."""
-    return snr_db(ref._decoder.decode(codes), other._decoder.decode(codes))
+    return snr_db(ref.decode(codes), other.decode(codes))

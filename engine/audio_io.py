@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
+from .atomic import atomic_path
+
 FORMATS = {".wav": ("WAV", "FLOAT"), ".flac": ("FLAC", "PCM_24")}
 
 
@@ -17,10 +19,6 @@ def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int) ->
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(f"{path}: unsupported audio format (use {', '.join(FORMATS)})")
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
+    with atomic_path(path) as partial:
         soundfile.write(partial, np.asarray(audio, np.float32), sample_rate, format=fmt[0], subtype=fmt[1])
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
     return path

@@ -203,7 +203,7 @@ def _check_placements(model: str) -> int:
         result = engine.synthesize("Where does each stage run?", sampling=sampling, **request)
         cpu = cpu if cpu is not None else result
         same = np.array_equal(result.codes, cpu.codes)
-        decoded = engine._decoder.decode(cpu.codes)   # this placement's decoder on the CPU's codes
+        decoded = engine.decode(cpu.codes)   # this placement's decoder on the CPU's codes
         print(f"  {mode}: codes {'identical to' if same else 'differ from'} cpu (random weights have flat logits), "
               f"decoder SNR vs cpu on the same codes {snr_db(cpu.audio, decoded):.1f} dB")
         for stage, line in stage_lines(result.placement_report).items():

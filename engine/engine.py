@@ -309,6 +309,32 @@ class Engine:
                 raise s.error
         return [s.result for s in streams]
 
+    # -- what measurements read (teacher forcing, the decoder) --------------------------------
+    @property
+    def decoder(self) -> SpeechDecoder:
+        """The speech decoder under the engine's placement."""
+        return self._decoder
+
+    def decode(self, codes) -> np.ndarray:
+        """Codes [frames, 16] -> audio, offline, under the engine's placement."""
+        with self._lock:
+            return self._decoder.decode(codes) if len(codes) else np.zeros(0, np.float32)
+
+    def teacher_forced(self, text: str, codes, **request) -> tuple[np.ndarray, np.ndarray]:
+        """The talker fed `text` (synthesize()'s request arguments) and then the given frames
+        [n, 16]: its logits [n + 1, vocab] and final hidden states [n + 1, hidden] before each frame
+        and after the last (for divergence measurements)."""
+        plan = self._prompts.build(text, **request)
+        with self._lock:
+            return self._native.teacher_forced(
+                **plan.arrays(self._prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
+                codes=np.ascontiguousarray(codes, np.int32))
+
+    def code_predictor_logits(self, hidden, frame) -> np.ndarray:
+        """The code predictor's logits [15, vocab] for a talker hidden state, fed the frame's codes."""
+        with self._lock:
+            return self._native.code_predictor_logits(np.asarray(hidden, np.float32), np.asarray(frame, np.int32))
+
     def _decode(self, codes: np.ndarray, voice: Voice | None) -> np.ndarray:
         """In-context cloning decodes the reference codes first and cuts their share of the
         waveform, with the reference's own rounding (int(ref / total * samples))."""

@@ -17,6 +17,8 @@ from tqdm import tqdm
 
 from kazeia import _native
 
+from .atomic import atomic_path
+
 # Types a user can ask for, in fallback order for a tensor whose rows do not fit the blocks.
 FILE_TYPES = ("f32", "f16", "bf16", "q8_0", "q6_k", "q5_k", "q4_k")
 _FALLBACK = {"q4_k": ("q4_k", "q8_0", "f16"), "q5_k": ("q5_k", "q8_0", "f16"), "q6_k": ("q6_k", "q8_0", "f16"),
@@ -174,8 +176,12 @@ def write_model_file(path: str | os.PathLike, metadata: dict[str, Any], plans: l
                      progress: bool = True, label: str = "writing",
                      on_progress: Callable[[int, int], None] | None = None) -> None:
     """progress: a terminal progress bar; on_progress(done, total) in parameters, for GUIs."""
-    path = Path(path)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")   # unique: concurrent writers never collide
+    with atomic_path(path) as partial:   # unique per process: concurrent writers never collide
+        _write_model_file(partial, metadata, plans, progress, label, on_progress)
+
+
+def _write_model_file(partial: Path, metadata: dict[str, Any], plans: list[TensorPlan], progress: bool, label: str,
+                      on_progress: Callable[[int, int], None] | None) -> None:
     writer = gguf.GGUFWriter(partial, metadata["general.architecture"])
     for key, value in metadata.items():
         _add_metadata(writer, key, value)
@@ -202,9 +208,5 @@ def write_model_file(path: str | os.PathLike, metadata: dict[str, Any], plans: l
                 bar.update(n)
                 if on_progress:
                     on_progress(done, total)
+    finally:
         writer.close()
-        os.replace(partial, path)
-    except BaseException:
-        writer.close()
-        partial.unlink(missing_ok=True)
-        raise

@@ -12,6 +12,7 @@ import numpy as np
 
 from kazeia import _native
 
+from .atomic import atomic_path
 from .model_file import ModelFile
 from .prompt import Voice
 from .threads import default_threads
@@ -146,12 +147,8 @@ def save_voice(voice: Voice, path: str | os.PathLike, model: ModelFile) -> Path:
     arrays = {"x_vector": np.asarray(voice.x_vector, np.float32), "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8)}
     if voice.ref_codes is not None:
         arrays["ref_codes"] = np.asarray(voice.ref_codes, np.int32)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
-    try:
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:   # (a file object: savez adds no suffix)
+        np.savez(f, **arrays)
     return path
 
 

@@ -122,7 +122,7 @@ def test_divergence_metrics():
 
 
 def test_peer_scripts_report_a_missing_interpreter_and_their_failures(tmp_path):
-    from kazeia.engine.bench import REFERENCE_SCRIPTS, run_script
+    from kazeia.engine.bench.peers import REFERENCE_SCRIPTS, run_script
     r = run_script(None, "vox-tts is not installed", REFERENCE_SCRIPTS / "vox_bench.py")
     assert r == {"available": False, "reason": "vox-tts is not installed"}
     script = tmp_path / "peer.py"

@@ -186,8 +186,7 @@ def test_accel_sched_runs_every_op_on_the_accelerator_within_tolerance(golden_en
         assert r["scheduled"] and r["device"] == ACCEL["name"]
         assert r["ops"].get(ACCEL["name"], 0) == r["nodes"] > 10, where_it_ran(r)
     assert silent_cpu_stages(reports) == []
-    plan = engine._prompts.build(text, **request)
-    d = logit_divergence(ref, engine, plan, g["codes"])
+    d = logit_divergence(ref, engine, text, request, g["codes"])
     snr = decoder_snr_db(ref, engine, g["codes"])
     report(f"accel-sched on {ACCEL['name']} vs cpu (tiny f32 goldens): talker KL {d['talker_kl']:.2e} top-5 "
            f"{d['talker_top5']:.3f}, code predictor KL {d['code_predictor_kl']:.2e} top-5 {d['code_predictor_top5']:.3f}, "

@@ -6,12 +6,12 @@ top-5, vox's gate) and its decoder on the same codes (SNR). On a software GPU (l
 timings only say that it ran: accuracy is what counts there."""
 from __future__ import annotations
 
-from .accuracy import GATE_KL, GATE_SNR_DB, GATE_TOP5, decoder_snr_db, logit_divergence, stage_gates
-from .bench import bench_model
-from .bench_tts import BENCH_TEXT
-from .engine import Engine, SamplingParams
-from .placement import MODES, mode_status, silent_cpu_stages, stage_lines
-from .threads import default_threads
+from ..accuracy import GATE_KL, GATE_SNR_DB, GATE_TOP5, decoder_snr_db, logit_divergence, stage_gates
+from ..engine import Engine, SamplingParams
+from ..placement import MODES, mode_status, silent_cpu_stages, stage_lines
+from ..threads import default_threads
+from .models import bench_model
+from .text import BENCH_TEXT
 
 def passes_gate(d: dict) -> bool:
     return all(stage_gates(d).values()) and d["decoder_snr_db"] >= GATE_SNR_DB
@@ -30,7 +30,6 @@ def bench_placements(placements: tuple[str, ...] = MODES, size: str = "0.6b", ou
     speaker = dict(speaker="vivian", language="english")
     greedy = ref.synthesize(BENCH_TEXT, sampling=SamplingParams.from_model(ref.info, max_frames=accuracy_frames).greedy(),
                             **speaker)
-    plan = ref._prompts.build(BENCH_TEXT, **speaker)
     sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
     out = {"stage": "placements", "model": str(path), "size": size, "type": out_type, "decoder_type": decoder_type,
            "threads": threads, "frames": frames, "accuracy_frames": len(greedy.codes),
@@ -47,7 +46,7 @@ def bench_placements(placements: tuple[str, ...] = MODES, size: str = "0.6b", ou
         t = stream.result.timings
         reports = stream.result.placement_report
         placed.set_placement(mode)
-        accuracy = {**logit_divergence(ref, placed, plan, greedy.codes),
+        accuracy = {**logit_divergence(ref, placed, BENCH_TEXT, speaker, greedy.codes),
                     "decoder_snr_db": decoder_snr_db(ref, placed, greedy.codes)}
         out["placements"][mode] = {
             "available": True, "what": status[mode].reason,

@@ -11,10 +11,10 @@ import subprocess
 import sys
 import time
 
-from .bench import model_path_for
-from .bench_tts import BENCH_TEXT
-from .engine import Engine, SamplingParams
-from .threads import available_cores, default_threads
+from ..engine import Engine, SamplingParams
+from ..threads import available_cores, default_threads
+from .models import model_path_for
+from .text import BENCH_TEXT
 
 SPIN = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
 

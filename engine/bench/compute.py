@@ -13,7 +13,7 @@ import numpy as np
 
 from kazeia import _native
 
-from .speech_decoder import DecoderStream, SpeechDecoder
+from ..speech_decoder import DecoderStream, SpeechDecoder
 
 # A large product of the kind the vocoder's convolutions make (weights [out, in x taps], time columns).
 PEAK_SHAPE = {"rows": 1024, "cols": 4096, "n": 256}

@@ -9,11 +9,11 @@ import time
 
 import numpy as np
 
-from .bench import model_path_for
-from .bench_tts import BENCH_TEXT
-from .engine import Engine, Request, SamplingParams
-from .reference.proc_stats import peak_rss_mb, reset_peak_rss
-from .threads import available_cores, default_threads
+from ..engine import Engine, Request, SamplingParams
+from ..reference.proc_stats import peak_rss_mb, reset_peak_rss
+from ..threads import available_cores, default_threads
+from .models import model_path_for
+from .text import BENCH_TEXT
 
 
 def _run(engine: Engine, batch: int, frames: int) -> dict:

@@ -1,34 +1,24 @@
 """`kazeia bench` for the whole pipeline: per-stage ms per frame, prefill, TTFA, RTF, peak RSS,
-the memory-bandwidth roofline of talker + code predictor, quantisation divergence against f32,
-and the PyTorch reference measured side by side in the same run."""
+the memory-bandwidth roofline of talker + code predictor, the decoder's GFLOP/s, quantisation
+divergence against f32, and the PyTorch reference and vox-tts measured side by side in the same run."""
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import os
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .bench import (REFERENCE_SCRIPTS, bench_model, decoder_type_of, model_path_for, reference_python,
-                    run_reference_script, run_script, same_size, vox_python)
-from .bench_compute import decoder_compute
-from .convert import convert
-from .gguf_file import TypeMix
-from .demo import cache_dir
-from .accuracy import LOGIT_STAGES, logit_divergence, stage_gates
-from .engine import Engine, SamplingParams
-from .reference.proc_stats import peak_rss_mb, reset_peak_rss
-from .model_file import ModelFile
-from .random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config
-from .threads import available_cores, default_threads
-
-SHARED_SEED = 1234   # the Hugging Face checkpoint Kazeia and peer engines both read
-BENCH_TEXT = ("Kazeia measures every stage of speech synthesis on random weights, so that the numbers "
-              "match what the released models cost per frame.")
-
+from ..engine import Engine, SamplingParams
+from ..gguf_file import TypeMix
+from ..model_file import ModelFile
+from ..reference.proc_stats import peak_rss_mb, reset_peak_rss
+from ..threads import available_cores, default_threads
+from .compute import decoder_compute
+from .divergence import divergence
+from .models import bench_model, converted, decoder_type_of, model_path_for, same_size, shared_checkpoint
+from .peers import REFERENCE_SCRIPTS, reference_tts, run_script, vox_python
+from .text import BENCH_TEXT
 
 def read_bandwidth_gbs(threads: int, megabytes: int = 512) -> float:
     """Streaming read bandwidth (numpy reductions release the GIL; one slice per thread)."""
@@ -56,42 +46,6 @@ def weight_bytes_per_frame(model: ModelFile) -> dict:
     cp_body = sum(b for n, b in nbytes.items() if n.startswith(("cp.blk.", "cp.output_norm", "cp.input_proj")))
     cp_heads = sum(b for n, b in nbytes.items() if n.startswith("cp.head."))
     return {"talker": talker, "code_predictor": groups * cp_body + cp_heads}
-
-
-def divergence(ref: Engine, other: Engine, frames: int) -> dict:
-    """Teacher-forced logits of talker and code predictor on the f32 model's greedy frames, and the
-    agreement of free-running greedy codes."""
-    greedy = SamplingParams.from_model(ref.info, max_frames=frames).greedy()
-    r = ref.synthesize(BENCH_TEXT, speaker="vivian", language="english", sampling=greedy)
-    o = other.synthesize(BENCH_TEXT, speaker="vivian", language="english", sampling=greedy)
-    plan = ref._prompts.build(BENCH_TEXT, speaker="vivian", language="english")
-    n = min(len(r.codes), len(o.codes))
-    d = logit_divergence(ref, other, plan, r.codes)
-    return {**d, "passes_gate": stage_gates(d), "types": {s: other.info.stage_type(s) for s in LOGIT_STAGES},
-            "code_agreement": float(np.mean(r.codes[:n] == o.codes[:n])) if n else 0.0, "frames": n}
-
-
-def shared_checkpoint(size: str) -> tuple[Path | None, str]:
-    """A full-size random checkpoint in the released Hugging Face layout, built once by the
-    reference harness: peers read it directly, Kazeia through its converter (same weights)."""
-    folder = cache_dir() / f"hf-{size}-custom_voice-seed{SHARED_SEED}"
-    if (folder / "config.json").exists():
-        return folder, ""
-    script = Path(__file__).resolve().parents[1] / "tests" / "reference" / "make_hf_checkpoint.py"
-    if not script.exists():
-        return None, "building the shared checkpoint needs the source tree (tests/reference)"
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    r = run_script(reference_python(), "no reference interpreter to build the shared checkpoint (run "
-                   "tests/reference/setup_venv.sh)", script, folder, "--size", size, "--seed", SHARED_SEED)
-    return (folder, "") if r.get("available") else (None, r["reason"])
-
-
-def converted(folder: Path, out_type: str, decoder_type: str, progress: bool) -> Path:
-    mix = TypeMix.parse(out_type, fallback="q8_0")
-    path = folder.parent / f"{folder.name}-{mix.slug}-dec{decoder_type}.gguf"
-    if not path.exists():
-        convert(folder, path, out_type=mix, decoder_type=decoder_type, progress=progress)
-    return path
 
 
 def _median_run(runs: list[dict]) -> dict:
@@ -186,7 +140,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
         result["reference"] = ref
         if ref.get("available"):
             result["speedup_vs_reference"] = ref["total_ms_per_frame"] / sum(per_frame.values())
-    result["decoder_compute"] = decoder_compute(engine._decoder, decoder_type_of(engine.info),
+    result["decoder_compute"] = decoder_compute(engine.decoder, decoder_type_of(engine.info),
                                                 per_frame["decoder"])
     # last: it converts and writes more files, which must not overlap any timing
     if divergence_types:
@@ -198,19 +152,3 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     return result
 
 
-def reference_tts(model: ModelFile, size: str, frames: int, threads: int) -> dict:
-    """The PyTorch reference on a model of the same shapes (its own random values)."""
-    tok = model.text_tokenizer()
-    ids = tok.encode(f"<|im_start|>assistant\n{BENCH_TEXT}<|im_end|>\n<|im_start|>assistant\n")
-    special = model.special_text_ids()
-    cfg = model_config(size, "custom_voice", model.info.hparams["talker"]["text_vocab_size"],
-                       dict(im_start_token_id=special["im_start"], im_end_token_id=special["im_end"],
-                            tts_pad_token_id=special["tts_pad"], tts_bos_token_id=special["tts_bos"],
-                            tts_eos_token_id=special["tts_eos"]))
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump({"config": cfg, "speech_tokenizer": speech_tokenizer_config(size), "input_ids": ids,
-                   "speaker": "vivian", "generation_config": GENERATION_CONFIG}, f)
-    try:
-        return run_reference_script("tts_bench.py", f.name, frames, threads, 0)
-    finally:
-        Path(f.name).unlink(missing_ok=True)

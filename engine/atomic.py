@@ -1,0 +1,28 @@
+"""Files appear whole or not at all: every writer writes beside the target and renames it over the
+target only once the write has finished (a crash, a full disk or an exception leaves the user's
+existing file untouched and no half-written file under its name)."""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yields a temporary path beside `path` (same folder, same extension, unique per process) to
+    write; it becomes `path` when the block ends without an error and is removed otherwise."""
+    path = Path(path)
+    partial = path.with_name(f".{path.stem}.{os.getpid()}.partial{path.suffix}")
+    try:
+        yield partial
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)

@@ -1,0 +1,45 @@
+"""`kazeia bench`: speed on full-size random weights (same cost per frame as the released models), with
+the PyTorch reference and peer engines side by side when their interpreters are available. A short
+table on the terminal; the whole result as JSON with --json. One module per kind of run:
+pipeline, decoder, batch, contend, placement; models, peers, divergence, compute and report serve them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+def main_bench(args) -> int:
+    if args.batch is not None:
+        from .batch import bench_batch
+        result = bench_batch(tuple(args.batch), size=args.size, out_type=args.type,
+                             decoder_type=args.decoder_type or "f16", frames=args.frames, threads=args.threads,
+                             runs=args.runs, model_path=args.model, progress=not args.quiet)
+    elif args.contend is not None:
+        from .contend import bench_contend
+        result = bench_contend(args.contend, size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
+                               frames=args.frames, runs=args.runs, threads=args.threads, model_path=args.model,
+                               progress=not args.quiet)
+    elif args.placements is not None:
+        from .placement import bench_placements
+        result = bench_placements(tuple(args.placements) or ("cpu", "accel-weights", "accel-sched"), size=args.size,
+                                  out_type=args.type, decoder_type=args.decoder_type or "f16", frames=args.frames,
+                                  threads=args.threads, progress=not args.quiet)
+    elif args.stage == "decoder":
+        from .decoder import bench_decoder
+        result = bench_decoder(size=args.size, frames=args.frames, threads=args.threads,
+                               decoder_type=args.decoder_type or "f32", reference=not args.no_reference,
+                               model_path=args.model, progress=not args.quiet)
+    else:
+        from .pipeline import bench_tts
+        result = bench_tts(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
+                           frames=args.frames, threads=args.threads, reference=not args.no_reference,
+                           divergence_types=tuple(args.divergence or ()), model_path=args.model,
+                           progress=not args.quiet, peers=not args.no_peers, runs=args.runs)
+    from .report import summary
+    text = json.dumps(result, indent=2)
+    if args.json == "-":
+        print(text)
+    else:
+        print(summary(result))
+        if args.json:
+            Path(args.json).write_text(text + "\n")
+    return 0

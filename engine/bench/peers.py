@@ -1,0 +1,73 @@
+"""The engines Kazeia is measured against, run under their own interpreters: the PyTorch reference
+(.venv-ref) and vox-tts (.venv-vox). Each script prints one JSON line; a missing interpreter is a
+reason in the result, never an error."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..model_file import ModelFile
+from ..random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config
+from .text import BENCH_TEXT
+
+REFERENCE_SCRIPTS = Path(__file__).parents[1] / "reference"
+
+
+def _interpreter(env_var: str, venv: str) -> Path | None:
+    """$env_var, else <venv>/bin/python in the project folder (the one holding this interpreter's
+    .venv), beside the source tree, or in the working folder."""
+    env = os.environ.get(env_var)
+    candidates = [Path(env)] if env else [Path(sys.prefix).parent / venv / "bin" / "python",
+                                          Path(__file__).resolve().parents[2] / venv / "bin" / "python",
+                                          Path.cwd() / venv / "bin" / "python"]
+    return next((p for p in candidates if p.exists()), None)
+
+
+def reference_python() -> Path | None:
+    """The reference's interpreter: $KAZEIA_REF_PYTHON, else .venv-ref (tests/reference/setup_venv.sh)."""
+    return _interpreter("KAZEIA_REF_PYTHON", ".venv-ref")
+
+
+def vox_python() -> Path | None:
+    """An interpreter with vox-tts: $KAZEIA_VOX_PYTHON, else .venv-vox (tests/reference/setup_vox.sh)."""
+    return _interpreter("KAZEIA_VOX_PYTHON", ".venv-vox")
+
+
+def run_reference_script(script: str, *args) -> dict:
+    return run_script(reference_python(), "no reference interpreter (set KAZEIA_REF_PYTHON or run "
+                                           "tests/reference/setup_venv.sh)", REFERENCE_SCRIPTS / script, *args)
+
+
+def run_script(py: Path | None, missing: str, script: Path, *args) -> dict:
+    """Runs a script under another interpreter; its last stdout line is a JSON object."""
+    if py is None:
+        return {"available": False, "reason": missing}
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    env.pop("PYTHONPATH", None)
+    r = subprocess.run([str(py), str(script), *map(str, args)], capture_output=True, text=True, env=env,
+                       timeout=3600)
+    if r.returncode != 0:
+        return {"available": False, "reason": (r.stderr.strip().splitlines() or ["failed"])[-1]}
+    return {"available": True, **json.loads(r.stdout.strip().splitlines()[-1])}
+
+
+def reference_tts(model: ModelFile, size: str, frames: int, threads: int) -> dict:
+    """The PyTorch reference on a model of the same shapes (its own random values)."""
+    tok = model.text_tokenizer()
+    ids = tok.encode(f"<|im_start|>assistant\n{BENCH_TEXT}<|im_end|>\n<|im_start|>assistant\n")
+    special = model.special_text_ids()
+    cfg = model_config(size, "custom_voice", model.info.hparams["talker"]["text_vocab_size"],
+                       dict(im_start_token_id=special["im_start"], im_end_token_id=special["im_end"],
+                            tts_pad_token_id=special["tts_pad"], tts_bos_token_id=special["tts_bos"],
+                            tts_eos_token_id=special["tts_eos"]))
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"config": cfg, "speech_tokenizer": speech_tokenizer_config(size), "input_ids": ids,
+                   "speaker": "vivian", "generation_config": GENERATION_CONFIG}, f)
+    try:
+        return run_reference_script("tts_bench.py", f.name, frames, threads, 0)
+    finally:
+        Path(f.name).unlink(missing_ok=True)
