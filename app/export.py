@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import numpy as np
-import soundfile
 
-from kazeia.engine.atomic import atomic_path, atomic_write_text
+from kazeia.engine.atomic import atomic_write_text
+from kazeia.engine.audio_io import write_audio
 
 from .takes import Take
 
@@ -25,18 +25,13 @@ def file_name(take: Take, pattern: str, index: int) -> str:
 
 
 def export_take(take: Take, audio: np.ndarray, path: Path, fmt: str = "wav-float") -> Path:
-    kind, subtype, ext = FORMATS[fmt]
+    _, subtype, ext = FORMATS[fmt]
     path = Path(path)
     if path.suffix.lower() != ext:
         path = path.with_suffix(ext)
     params = take.to_json()
-    with atomic_path(path) as tmp, soundfile.SoundFile(tmp, "w", take.sample_rate, 1, subtype=subtype,
-                                                       format=kind) as f:
-        f.title = (take.name or take.text)[:200]
-        f.software = "Kazeia"
-        f.comment = json.dumps(params)[:4000]   # the sidecar holds everything
-        f.write(np.asarray(audio, np.float32))
-    atomic_write_text(path.with_suffix(path.suffix + ".json"), json.dumps(params, indent=1))
+    write_audio(path, audio, take.sample_rate, subtype=subtype, title=take.name or take.text, params=params)
+    atomic_write_text(path.with_suffix(path.suffix + ".json"), json.dumps(params, indent=1))   # the whole record
     return path
 
 

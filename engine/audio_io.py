@@ -1,6 +1,8 @@
-"""Writing audio files (soundfile/libsndfile)."""
+"""Writing audio files (soundfile/libsndfile), whole or not at all, optionally with the parameters
+that made them embedded (title, software, and a JSON comment)."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -10,15 +12,34 @@ import soundfile
 from .atomic import atomic_path
 
 FORMATS = {".wav": ("WAV", "FLOAT"), ".flac": ("FLAC", "PCM_24")}
+# named formats for renders and exports: extension, container, sample type
+NAMED_FORMATS = {"wav": (".wav", "WAV", "FLOAT"), "wav16": (".wav", "WAV", "PCM_16"), "flac": (".flac", "FLAC", "PCM_24")}
 
 
-def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int) -> Path:
-    """WAV (32-bit float) or FLAC (24-bit) by extension; written next to the target and renamed,
-    so a failure never leaves a half-written file under the user's name."""
+def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int, subtype: str | None = None,
+                title: str | None = None, params: dict | None = None) -> Path:
+    """WAV (32-bit float, or `subtype`) or FLAC (24-bit) by extension; written next to the target
+    and renamed, so a failure never leaves a half-written file under the user's name. `params` go
+    into the file's comment as JSON (cut at 4000 characters: keep a sidecar for more)."""
     path = Path(path)
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(f"{path}: unsupported audio format (use {', '.join(FORMATS)})")
-    with atomic_path(path) as partial:
-        soundfile.write(partial, np.asarray(audio, np.float32), sample_rate, format=fmt[0], subtype=fmt[1])
+    with atomic_path(path) as partial, soundfile.SoundFile(partial, "w", sample_rate, 1, format=fmt[0],
+                                                           subtype=subtype or fmt[1]) as f:
+        if title:
+            f.title = title[:200]
+        if params is not None:
+            f.software = "Kazeia"
+            f.comment = json.dumps(params, ensure_ascii=False)[:4000]
+        f.write(np.asarray(audio, np.float32))
     return path
+
+
+def read_params(path: str | os.PathLike) -> dict | None:
+    """The parameters write_audio embedded, or None."""
+    try:
+        with soundfile.SoundFile(path) as f:
+            return json.loads(f.comment) if f.comment else None
+    except (RuntimeError, ValueError, soundfile.LibsndfileError):
+        return None

@@ -290,6 +290,19 @@ class Engine:
         return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every,
                            batcher=self._batcher if self.max_batch > 1 else None)
 
+    def batcher(self, max_batch: int) -> "Batcher":
+        """A batch worker of its own for this engine (streams given it run together, up to max_batch)."""
+        from .batch import Batcher
+        return Batcher(self, max_batch)
+
+    def submit(self, request: "Request", batcher: "Batcher", decode_every: int = DECODE_EVERY) -> "AudioStream":
+        """`request` as a stream run by `batcher` (Engine.batcher)."""
+        plan, sampling, timings, start = self._prepare(request.text, request.speaker, request.language,
+                                                       request.instruct, request.voice, request.sampling,
+                                                       request.streaming_text)
+        return AudioStream(self, plan, sampling, timings, start, icl_codes(request.voice), decode_every,
+                           batcher=batcher)
+
     def synthesize_many(self, requests, max_batch: int | None = None) -> list[Result]:
         """Several utterances at once, `max_batch` (default: the engine's, at least 2) in one batch:
         `requests` are Request objects or dicts of synthesize()'s arguments. Results come back in
@@ -501,6 +514,11 @@ class AudioStream:
 
     def cancel(self) -> None:
         self._cancel.set()
+
+    @property
+    def ended(self) -> bool:
+        """Generation has ended (result or error is set)."""
+        return self._ended.is_set()
 
     def wait(self, timeout: float | None = None) -> Result | None:
         """Blocks until generation has ended (drains nothing); returns the result."""

@@ -111,7 +111,7 @@ def test_one_launch_code_predictor_samples_like_the_step_path(demo, top_k):
 
 
 def test_persistent_talker_step_matches_the_rebuilt_graph(demo):
-    """The talker step graph is built once per 256-key bucket and fed positions, cache rows and
+    """The talker step graph is built once per 64-key bucket and fed positions, cache rows and
     mask as inputs; it must compute what a graph rebuilt for every step computes."""
     greedy = SamplingParams.from_model(demo.info, max_frames=300).greedy()   # crosses a bucket boundary
     text = "One graph for every step."
