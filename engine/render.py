@@ -70,6 +70,7 @@ class LineOutcome:
     stop_reason: str = ""
     timings: dict = field(default_factory=dict)
     error: str | None = None
+    worker: str = "local"         # where it was rendered (a Ray node id on a cluster)
 
 
 def _file_digest(path: Path) -> str:
@@ -244,7 +245,7 @@ def render(plan: RenderPlan, executor, on_line: Callable[[LineJob, dict, RenderS
                         params=params)
             seconds = len(outcome.audio) / outcome.sample_rate
             entry.update(status="done", samples=len(outcome.audio), duration_s=seconds, stop_reason=outcome.stop_reason,
-                         timings=outcome.timings)
+                         timings=outcome.timings, worker=outcome.worker)
             if outcome.stop_reason == "limit" and job.request["sampling"].get("max_frames") is None:
                 entry["warning"] = "stopped at the runaway limit (no end of speech): listen to it"
                 summary.warnings += 1

@@ -13,7 +13,7 @@ venv="${KAZEIA_VENV:-.venv}"
 ggml_version="0.20.2.post1"
 ggml_flavor="${KAZEIA_GGML:-auto}"
 extras=""
-[[ "${1:-}" == "--test" ]] && extras="[test]"
+[[ "${1:-}" == "--test" ]] && extras="[test,cluster]"   # (cluster: Ray, for the render-on-a-cluster tests)
 
 log() { printf '\n== %s\n' "$*"; }
 
