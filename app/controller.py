@@ -44,6 +44,8 @@ class _Worker(QObject):
     conversion = Signal(int, int)            # parameters done, total
     voice_created = Signal(str)
     preview_ready = Signal(object)           # audio
+    script_line = Signal(object, object)     # manifest entry, RenderSummary so far
+    script_finished = Signal(object)         # RenderSummary
 
     def __init__(self, controller: "EngineController"):
         super().__init__()
@@ -109,6 +111,29 @@ class _Worker(QObject):
         finally:
             self._controller._set_stream(None)
 
+    @Slot(object)
+    def render_script(self, job: dict) -> None:
+        """A script through the render core (as `kazeia render`): all lines (those done and unchanged
+        are kept) or the given ids (rendered again)."""
+        from kazeia.engine.render import LocalExecutor, RenderOptions, plan_render, render
+        try:
+            if self.engine is None:
+                raise RuntimeError("no model is loaded")
+            options = RenderOptions(Path(job["out_dir"]), fmt=job["fmt"], batch=int(job["batch"]), resume=True,
+                                    skip_invalid=True)
+            plan = plan_render(job["script"], self.engine, options)
+            if job.get("ids") is not None:
+                wanted = set(job["ids"])
+                every = plan.jobs + plan.kept
+                plan.jobs = [j for j in every if j.line.id in wanted]
+                plan.kept, plan.invalid = [j for j in every if j.line.id not in wanted], []
+            stop = self._controller._render_stop
+            summary = render(plan, LocalExecutor(self.engine, options.batch),
+                             on_line=lambda _, entry, s: self.script_line.emit(entry, s), stop=stop.is_set)
+            self.script_finished.emit(summary)
+        except Exception as e:
+            self.failed.emit("script", _message(e))
+
     @Slot(str, str, object, str)
     def create_voice(self, name: str, audio_path: str, transcript, out_path: str) -> None:
         try:
@@ -142,11 +167,14 @@ class EngineController(QObject):
     conversion = Signal(int, int)   # thousands of parameters written, total
     voice_created = Signal(str)
     preview_ready = Signal(object)
+    script_line = Signal(object, object)
+    script_finished = Signal(object)
     _load = Signal(str, object, object, str)
     _apply = Signal(object, object)
     _generate = Signal(object)
     _create_voice = Signal(str, str, object, str)
     _preview = Signal(str, str)
+    _render_script = Signal(object)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -163,6 +191,9 @@ class EngineController(QObject):
         self._generate.connect(w.generate)
         self._create_voice.connect(w.create_voice)
         self._preview.connect(w.preview)
+        self._render_script.connect(w.render_script)
+        w.script_line.connect(self.script_line)
+        w.script_finished.connect(self._on_script_finished)
         w.loaded.connect(self._on_loaded)
         w.applied.connect(self.applied)
         w.started.connect(self.started)
@@ -175,6 +206,8 @@ class EngineController(QObject):
         w.preview_ready.connect(self.preview_ready)
         self._thread.start()
         self.busy = False      # a take is queued or running
+        self.rendering = False  # a script is rendering (takes wait for it)
+        self._render_stop = threading.Event()
         self.loading = False
         self.started_at = 0.0
 
@@ -190,12 +223,23 @@ class EngineController(QObject):
 
     def generate(self, job: dict) -> bool:
         """job: text, speaker, language, instruct, voice_profile (a path), streaming_text, sampling,
-        placement, threads, tag. False when no model is loaded or a take is already running."""
-        if self.engine is None or self.busy or self.loading:
+        placement, threads, tag. False when no model is loaded, a take is already running or a
+        script is rendering."""
+        if self.engine is None or self.busy or self.loading or self.rendering:
             return False
         self.busy = True
         self.started_at = time.perf_counter()
         self._generate.emit(dict(job))
+        return True
+
+    def render_script(self, job: dict) -> bool:
+        """job: script, out_dir, fmt, batch, ids (None: every line). False while a take or another
+        script runs, or no model is loaded."""
+        if self.engine is None or self.busy or self.rendering or self.loading:
+            return False
+        self.rendering = True
+        self._render_stop.clear()
+        self._render_script.emit(dict(job))
         return True
 
     def create_voice(self, name: str, audio_path: str, transcript: str | None, out_path: Path) -> None:
@@ -205,6 +249,7 @@ class EngineController(QObject):
         self._preview.emit(str(profile_path), language)
 
     def cancel(self) -> None:
+        self._render_stop.set()
         with self._lock:
             if self._stream is not None:
                 self._stream.cancel()
@@ -227,9 +272,15 @@ class EngineController(QObject):
         self.busy = False
         self.finished.emit(result, ran)
 
+    def _on_script_finished(self, summary) -> None:
+        self.rendering = False
+        self.script_finished.emit(summary)
+
     def _on_failed(self, kind: str, message: str) -> None:
         if kind == "take":
             self.busy = False
+        if kind == "script":
+            self.rendering = False
         if kind == "load":
             self.loading = False
         self.failed.emit(kind, message)

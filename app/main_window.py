@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import soundfile
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QIcon, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMessageBox,
@@ -32,6 +33,7 @@ from .panels.backend import BackendPanel, modes_help
 from .panels.compare import ComparePanel
 from .panels.latency import LatencyPanel
 from .panels.sampling import SamplingPanel
+from .panels.script import ScriptPanel
 from .panels.takes import TakesPanel
 from .panels.voice import VoicePanel
 from .panels.voice_library import VoiceLibraryPanel
@@ -75,7 +77,7 @@ class MainWindow(QMainWindow):
         self.controller = EngineController(self)   # after the widgets: its thread must not outlive a failed build
         self._connect()
         self._menus()
-        for panel in (self.backend, self.sampling, self.takes, self.compare):
+        for panel in (self.backend, self.sampling, self.takes, self.compare, self.script):
             panel.restore()
         self.text.setPlainText(self.settings.value("text/current", self.text.toPlainText()))
         self.audio.set_volume(self.backend.volume.value() / 100)
@@ -155,9 +157,11 @@ class MainWindow(QMainWindow):
         self.takes = TakesPanel(self.settings, self.store)
         self.compare = ComparePanel(self.settings)
         self.library = VoiceLibraryPanel(self.voices)
+        self.script = ScriptPanel(self.settings)
         self.tabs.addTab(self.takes, "Takes")
         self.tabs.addTab(self.compare, "Compare placements")
         self.tabs.addTab(self.library, "Voices")
+        self.tabs.addTab(self.script, "Script")
         self.tabs.setMinimumWidth(300)
         split.addWidget(self.tabs)
         split.setStretchFactor(1, 1)
@@ -210,6 +214,12 @@ class MainWindow(QMainWindow):
         lib.rename_requested.connect(self.rename_voice)
         lib.delete_requested.connect(self.delete_voice)
         lib.preview_requested.connect(self.preview_voice)
+        s = self.script
+        s.render_requested.connect(self.render_script)
+        s.stop_requested.connect(self.controller.cancel)
+        s.play_requested.connect(self.play_file)
+        c.script_line.connect(lambda entry, summary: (s.show_entry(entry), s.show_progress(summary)))
+        c.script_finished.connect(self._on_script_finished)
         self._text_save = QTimer(self)   # the text is saved a second after typing stops
         self._text_save.setSingleShot(True)
         self._text_save.setInterval(1000)
@@ -356,6 +366,9 @@ class MainWindow(QMainWindow):
     def generate(self, job: dict | None = None, tag: dict | None = None) -> bool:
         if self.info is None:
             return False
+        if self.controller.rendering:
+            self.show_status("a script is rendering: takes wait until it ends or is stopped (Script tab)", 5000)
+            return False
         if self.controller.busy:
             self.show_status("a take is running: stop it first (Esc)", 4000)
             return False
@@ -390,6 +403,34 @@ class MainWindow(QMainWindow):
         self.stop_button.setEnabled(True)
         self.latency.title.setText("starting ...")
         return True
+
+    def render_script(self, job: dict) -> bool:
+        if self.controller.busy:
+            self.show_status("a take is running: the script renders after it (stop it with Esc)", 5000)
+            return False
+        if not self.controller.render_script(job):
+            self.show_status("no model is loaded" if self.info is None else "a script is already rendering", 5000)
+            return False
+        self.script.set_rendering(True)
+        self.generate_button.setEnabled(False)
+        return True
+
+    def _on_script_finished(self, summary) -> None:
+        self.script.set_rendering(False)
+        self.script.show_progress(summary)
+        self.script.refresh_statuses()
+        self.generate_button.setEnabled(self.info is not None)
+
+    def play_file(self, path: str) -> None:
+        if not self.backend.has_output or not self.audio.available:
+            self.show_status(self.audio.reason or "no audio output", 5000)
+            return
+        try:
+            audio, _ = soundfile.read(path, dtype="float32")
+            self.stop_playback()
+            self.audio.play(audio)
+        except Exception as e:
+            self.show_error(f"cannot play {path}: {e}")
 
     def stop(self) -> None:
         if self.controller.busy:
@@ -466,6 +507,9 @@ class MainWindow(QMainWindow):
             self.live = None
             self._compare = None
             self.latency.title.setText("")
+        if kind == "script":
+            self.script.set_rendering(False)
+            self.generate_button.setEnabled(self.info is not None)
         self.show_error(message)
 
     # ---- placement comparison ----------------------------------------------------------------

@@ -23,6 +23,7 @@ from .engine import Engine, Request, SamplingParams
 from .script import ScriptError, ScriptLine, check_for_model, output_names, read_script, request_hash
 
 MANIFEST = "manifest.jsonl"
+OVERRIDES = "overrides.json"   # per line id, settings that win over the script's (the workbench's "new seed")
 
 
 @dataclass
@@ -92,6 +93,23 @@ def read_manifest(out_dir: Path) -> dict[str, dict]:
     return entries
 
 
+def read_overrides(out_dir: Path) -> dict[str, dict]:
+    try:
+        data = json.loads((Path(out_dir) / OVERRIDES).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def set_override(out_dir: Path, line_id: str, **settings) -> None:
+    """Settings of one line that win over the script's from now on (kept in the output folder)."""
+    from .atomic import atomic_write_text
+    data = read_overrides(out_dir)
+    data.setdefault(line_id, {}).update(settings)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(Path(out_dir) / OVERRIDES, json.dumps(data, indent=1))
+
+
 def _complete(path: Path, samples: int) -> bool:
     try:
         return soundfile.info(str(path)).frames == samples
@@ -107,7 +125,10 @@ def plan_render(script: str | os.PathLike, engine: Engine, options: RenderOption
     if options.batch < 1:
         raise ValueError("batch must be at least 1")
     lines, problems = read_script(script)
+    overrides = read_overrides(options.out_dir)
     for line in lines:
+        if "seed" in overrides.get(line.id, {}):
+            line.seed = int(overrides[line.id]["seed"])
         for key, value in options.defaults.items():
             if value is not None and getattr(line, key) is None:
                 setattr(line, key, value)

@@ -637,3 +637,46 @@ def test_placement_takes_say_where_each_stage_ran(qtbot, window):
     assert len(sched.codes) == len(cpu.codes) == 6
     window.takes.select(window.store.takes[0])   # selecting the earlier take shows where it ran
     assert f"on accel-sched: {device}" in window.latency.where.text()
+
+
+def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window, workdir):
+    """A small script rendered headless through the render core: statuses, durations and RTF per
+    line; a take asked for meanwhile is refused with a message; a new seed re-renders one line; the
+    manifest is the panel's state when the script is opened again."""
+    script = workdir / "lines.csv"
+    script.write_text("id,text,speaker,max_frames\n" + "".join(f"l{i},Script line {i}.,vivian,{6 + i}\n" for i in range(5))
+                      + "bad,,vivian,5\n")
+    panel = window.script
+    window.tabs.setCurrentWidget(panel)
+    assert panel.open_script(str(script))
+    assert panel.table.rowCount() == 6 and panel.table.item(5, 3).text().startswith("invalid: empty text")
+    out = Path(panel.out_dir.text())
+    assert out == workdir / "lines-render"
+    with qtbot.waitSignal(window.controller.script_finished, timeout=TIMEOUT_MS) as done:
+        panel.render_all_button.click()
+        assert window.controller.rendering and not panel.render_all_button.isEnabled()
+        assert not window.generate() and "script is rendering" in window.statusBar().currentMessage()
+    summary = done.args[0]
+    assert summary.done == 5 and summary.skipped == 1 and summary.failed == 0
+    qtbot.wait(20)
+    for r in range(5):
+        assert panel.table.item(r, 3).text().startswith("done")
+        assert float(panel.table.item(r, 4).text()) == pytest.approx((6 + r) * 0.08, abs=0.01)
+        assert float(panel.table.item(r, 5).text()) > 0
+    first = soundfile.read(out / "l2.wav", dtype="float32")[0]
+    panel.table.selectRow(2)
+    with qtbot.waitSignal(window.controller.script_finished, timeout=TIMEOUT_MS) as done:
+        panel.new_seed_button.click()
+    assert done.args[0].done == 1   # only the selected line
+    again = soundfile.read(out / "l2.wav", dtype="float32")[0]
+    assert len(again) == len(first) and not np.array_equal(again, first)
+    assert "l2" in json.loads((out / "overrides.json").read_text())
+    screenshot(window, "workbench-script")
+    # reopened, the panel shows what the manifest says; render all keeps every line (new seed included)
+    panel.table.setRowCount(0)
+    assert panel.open_script(str(script))
+    assert all(panel.table.item(r, 3).text().startswith("done") for r in range(5))
+    with qtbot.waitSignal(window.controller.script_finished, timeout=TIMEOUT_MS) as done:
+        panel.render_all_button.click()
+    assert done.args[0].done == 0 and done.args[0].kept == 5
+    assert generate(qtbot, window, frames=4) is not None   # takes work again once the script is done
