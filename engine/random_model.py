@@ -23,7 +23,10 @@ from .gguf_file import TensorPlan, TypeMix, plan_type, write_model_file
 from .metadata import P, metadata_from_configs
 from .text_tokenizer import build_tokenizer, QWEN2_SPLIT
 
-SIZES = ("tiny", "0.6b", "1.7b")
+SIZES = ("tiny", "small", "0.6b", "1.7b")
+# "small": tiny everywhere but talker and code predictor 256 wide, so their rows are whole q6_K blocks
+# and several q8_0 blocks (the kernels' four-accumulator paths run, as at full size)
+_TINY_LIKE = ("tiny", "small")
 VARIANTS = ("custom_voice", "voice_design", "base")
 RANDOM_LABEL = "random weights, produces noise"
 
@@ -45,9 +48,9 @@ TTS_SPECIALS = ["<tts_pad>", "<tts_text_bos>", "<tts_text_eod>", "<tts_text_bos_
 REAL_TTS_PAD = 151671
 
 # (talker hidden, intermediate, layers, heads, kv heads, head_dim, text hidden) per size
-_TALKER = {"tiny": (64, 128, 2, 4, 2, 16, 48), "0.6b": (1024, 3072, 28, 16, 8, 128, 2048),
+_TALKER = {"tiny": (64, 128, 2, 4, 2, 16, 48), "small": (256, 768, 2, 4, 2, 64, 256), "0.6b": (1024, 3072, 28, 16, 8, 128, 2048),
            "1.7b": (2048, 6144, 28, 16, 8, 128, 2048)}
-_CODE_PREDICTOR = {"tiny": (32, 64, 2, 4, 2, 8), "0.6b": (1024, 3072, 5, 16, 8, 128),
+_CODE_PREDICTOR = {"tiny": (32, 64, 2, 4, 2, 8), "small": (256, 768, 2, 4, 2, 64), "0.6b": (1024, 3072, 5, 16, 8, 128),
                    "1.7b": (1024, 3072, 5, 16, 8, 128)}
 
 
@@ -57,7 +60,7 @@ def _transformer(hidden, inter, layers, heads, kv, head_dim, eps_key="rms_norm_e
 
 
 def speech_tokenizer_config(size: str) -> dict:
-    tiny = size == "tiny"
+    tiny = size in _TINY_LIKE
     dec = dict(_transformer(*((32, 64, 2, 4, 4, 16) if tiny else (512, 1024, 8, 16, 16, 64)), eps=1e-5, theta=1e4),
                codebook_size=2048, codebook_dim=16 if tiny else 512, num_quantizers=16, num_semantic_quantizers=1,
                latent_dim=48 if tiny else 1024, sliding_window=72, decoder_dim=64 if tiny else 1536,
@@ -99,11 +102,11 @@ def model_config(size: str, variant: str, text_vocab: int, special_ids: dict[str
         talker["spk_id"], talker["spk_is_dialect"] = {}, {}
     talker["codec_language_id"] = langs
     cfg = dict(model_type="qwen3_tts", tokenizer_type="qwen3_tts_tokenizer_12hz",
-               tts_model_size={"tiny": "tiny", "0.6b": "0b6", "1.7b": "1b7"}[size], tts_model_type=variant,
+               tts_model_size={"tiny": "tiny", "small": "tiny", "0.6b": "0b6", "1.7b": "1b7"}[size], tts_model_type=variant,
                talker_config=talker, **special_ids)
     if variant == "base":
         spk = dict(enc_dim=h, sample_rate=24000)
-        if size == "tiny":
+        if size in _TINY_LIKE:
             spk.update(enc_channels=[32, 32, 32, 32, 96], enc_attention_channels=16, enc_res2net_scale=4,
                        enc_se_channels=16)
         cfg["speaker_encoder_config"] = spk
@@ -190,7 +193,7 @@ def make_random_model(out_path: str | os.PathLike, size: str = "tiny", variant: 
     if not math.isfinite(output_gain) or output_gain <= 0:
         raise ValueError(f"output_gain must be a positive number, got {output_gain!r}")
     mix = out_type if isinstance(out_type, TypeMix) else TypeMix.parse(out_type or "q8_0", fallback="q8_0")
-    tok, ids, text_vocab = demo_tokenizer(None if size == "tiny" else REAL_TEXT_VOCAB)
+    tok, ids, text_vocab = demo_tokenizer(None if size in _TINY_LIKE else REAL_TEXT_VOCAB)
     special = dict(im_start_token_id=ids["<|im_start|>"], im_end_token_id=ids["<|im_end|>"],
                    tts_pad_token_id=ids["<tts_pad>"], tts_bos_token_id=ids["<tts_text_bos>"],
                    tts_eos_token_id=ids["<tts_text_eod>"])

@@ -128,3 +128,47 @@ def test_a_late_joiner_and_a_bad_request_leave_the_others_untouched(demo):
                                                    sampling=sampled(demo, 2, 10)).codes)
     with pytest.raises(ValueError, match="speaker"):
         engine.synthesize_many([Request("Fine.", speaker="ryan"), Request("Bad.", speaker="nobody")])
+
+
+@pytest.mark.parametrize("type_", ["q8_0", "q6_k"])
+def test_a_sequence_alone_and_in_a_batch_at_full_block_counts(tmp_path_factory, type_):
+    """The tiny goldens' rows hold two q8_0 blocks, where every product sums alike; a "small" model's
+    rows hold several (q8_0) or whole q6_K blocks, so the kernels' four-accumulator paths run as at
+    full size. The code predictor feeds two rows at its first sub-step: alone they must be summed as
+    in a batch (this caught a single path that used ggml's multi-column product there)."""
+    from kazeia.engine import make_random_model
+    path = make_random_model(tmp_path_factory.mktemp("small") / f"small-{type_}.gguf", size="small",
+                             out_type=type_, progress=False)
+    engine = Engine(open_model(path), threads=2)
+    assert engine.info.stage_type("code_predictor") == type_.replace("_k", "_K")
+    texts = ["One sequence alone and in company.", "Another voice.", "A third, longer request than the others.",
+             "Four."]
+    for greedy in (True, False):
+        def sampling(i):
+            s = sampled(engine, 5 + i, 14 + 2 * i)
+            return s.greedy() if greedy else s
+        alone = [engine.synthesize(t, speaker="ryan", sampling=sampling(i)) for i, t in enumerate(texts)]
+        together = engine.synthesize_many([Request(t, speaker="ryan", sampling=sampling(i))
+                                           for i, t in enumerate(texts)], max_batch=4)
+        for a, b in zip(alone, together):
+            assert np.array_equal(a.codes, b.codes) and np.array_equal(a.audio, b.audio)
+
+
+@pytest.mark.parametrize("type_", ["q8_0", "q6_k", "f16"])
+def test_code_predictor_logits_do_not_depend_on_the_batch(tmp_path_factory, type_):
+    """Bit for bit: each frame's 15 sub-step logits in a batch of 4 = alone = the step-by-step path."""
+    from kazeia.engine import make_random_model
+    path = make_random_model(tmp_path_factory.mktemp("small") / f"small-{type_}.gguf", size="small",
+                             out_type=type_, progress=False)
+    engine = Engine(open_model(path), threads=2)
+    rng = np.random.default_rng(0)
+    hidden = rng.standard_normal((4, engine._native.hidden_size)).astype(np.float32)
+    c0 = np.array([5, 900, 17, 2000], np.int32)
+    codes, logits = engine._native.code_predictor_frames(hidden, c0)
+    for b in range(4):
+        alone_codes, alone_logits = engine._native.code_predictor_frames(hidden[b:b + 1], c0[b:b + 1])
+        assert np.array_equal(alone_codes[0], codes[b]) and np.array_equal(alone_logits[0], logits[b])
+        frame = np.concatenate([[c0[b]], codes[b]]).astype(np.int32)
+        steps = engine.code_predictor_logits(hidden[b], frame)   # sub-steps launched one by one
+        assert np.array_equal(steps, logits[b])
+    assert len(np.unique(codes)) > 4

@@ -278,6 +278,22 @@ void register_tts(py::module_ & m) {
             return py::make_tuple(l, h);
         }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
            py::arg("codes"), py::arg("max_frames") = 0, py::arg("talker_persistent") = true)
+        .def("code_predictor_frames", [](tts_engine & e, const f32_array & hidden, const i32_array & c0) {
+            const int64_t n = c0.size(), steps = e.n_code_groups() - 1, vocab = e.code_predictor_vocab();
+            if (hidden.size() != n * e.hidden_size()) throw std::invalid_argument("hidden must be [n, hidden_size]");
+            py::array_t<int32_t> codes({n, steps});
+            py::array_t<float> logits({n, steps, vocab});
+            int32_t * c = codes.mutable_data();
+            float * l = logits.mutable_data();
+            {
+                py::gil_scoped_release release;
+                sampling_config greedy;
+                greedy.do_sample = false;
+                e.code_predictor_frames(hidden.data(), c0.data(), int(n), greedy, nullptr, c, l);
+            }
+            return py::make_tuple(codes, logits);
+        }, py::arg("hidden"), py::arg("c0"), "greedy one-launch code-predictor frames for n sequences as one batch: "
+                                             "(codes [n, 15], logits [n, 15, vocab])")
         .def("code_predictor_logits", [](tts_engine & e, const f32_array & hidden, const i32_array & codes) {
             if (hidden.size() != e.hidden_size() || codes.size() != e.n_code_groups()) {
                 throw std::invalid_argument("hidden must have hidden_size values and codes one frame");

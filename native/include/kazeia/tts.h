@@ -131,11 +131,18 @@ public:
     // teacher-forced code-predictor logits [15][vocab] for a talker hidden state and a frame's codes
     std::vector<float> code_predictor_logits(const float * hidden, const int32_t * codes);
 
+    // The code predictor's one-launch frames for n talker hidden states [n][hidden] and codes 0 [n],
+    // as a batch of n: codes [n][15] and each sub-step's logits [n][15][vocab] (tests: a frame's
+    // numbers must not depend on the batch). noise: [n][15][vocab] when cfg samples.
+    void code_predictor_frames(const float * hidden, const int32_t * c0, int n, const sampling_config & cfg,
+                               const float * noise, int32_t * codes, float * logits);
+
     // Where each launch kind that has run so far ran.
     std::vector<stage_launch_report> placement_report() const;
 
     int hidden_size() const;
     int n_code_groups() const;
+    int code_predictor_vocab() const;
 
 private:
     struct impl;

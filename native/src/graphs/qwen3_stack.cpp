@@ -28,16 +28,16 @@ qwen3_stack::qwen3_stack(const model & m, const std::string & prefix, const tran
 }
 
 ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
-                                 const std::vector<attention_segment> & segments) const {
+                                 const std::vector<attention_segment> & segments, bool per_column) const {
     const auto & t = hp_;
     const int64_t n_all = x->ne[1];
-    const bool several = segments.size() > 1;   // then products must treat every column alike
+    const bool several = segments.size() > 1;
     const size_t f = sizeof(float);
     const int64_t kvd = kv_dim();
     for (const attention_segment & s : segments) {
         if (!s.cache || s.n_kv > s.cache->capacity() || s.col + s.n > n_all) throw std::logic_error("bad attention segment");
     }
-    auto mm = [&](ggml_tensor * w, ggml_tensor * a) { return product(ctx, w, a, cpu_, several); };
+    auto mm = [&](ggml_tensor * w, ggml_tensor * a) { return product(ctx, w, a, cpu_, per_column); };
     for (size_t il = 0; il < layers_.size(); ++il) {
         const auto & l = layers_[il];
         // attention block: q/k RMS-normed per head before RoPE, as Qwen3 does

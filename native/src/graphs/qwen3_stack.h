@@ -46,11 +46,13 @@ public:
                 const std::function<ggml_tensor *(ggml_tensor *)> & place = {}, bool cpu = false);
 
     // x: [hidden, N] with N = the segments' rows; pos: I32 [N]. Writes every segment's keys and
-    // values into its cache and returns the final-norm hidden states [hidden, N]. With more than one
-    // segment, every product gives each column exactly what it gives that column alone, so a
-    // sequence's numbers do not depend on what shares its launch.
+    // values into its cache and returns the final-norm hidden states [hidden, N]. `per_column`:
+    // every product gives each column exactly what it gives that column alone (one-column
+    // arithmetic), so a sequence's numbers do not depend on what shares its launch; a launch that
+    // may be batched, and the same launch alone, must both ask for it. Without it, several columns
+    // of one sequence (a prompt) take the fastest multi-column product.
     ggml_tensor * build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
-                        const std::vector<attention_segment> & segments) const;
+                        const std::vector<attention_segment> & segments, bool per_column) const;
 
     int n_layers() const { return int(layers_.size()); }
     int64_t kv_dim() const { return int64_t(hp_.n_kv_heads) * hp_.head_dim; }

@@ -279,7 +279,8 @@ struct tts_engine::impl {
         const int64_t n = r.n_rows;
         ggml_tensor * pos = input_i32(ctx, n);
         ggml_tensor * mask = input_f32(ctx, pos0 + n, n);
-        ggml_tensor * h = talker.build(ctx, gf, x, pos, {{&cache, 0, n, mask, pos0 + n, pos0}});
+        // (one row: the step's arithmetic; a prompt: the fastest product for many rows)
+        ggml_tensor * h = talker.build(ctx, gf, x, pos, {{&cache, 0, n, mask, pos0 + n, pos0}}, n == 1);
         h = ggml_view_2d(ctx, h, hidden, 1, h->nb[1], (n - 1) * h->nb[1]);
         ggml_tensor * lg = product(ctx, codec_head, h, talker_cpu);
         ggml_set_output(h);
@@ -345,7 +346,7 @@ struct tts_engine::impl {
             ggml_set_input(g.v_cells.back());
             segments.push_back({slots[b].cache, int64_t(b), 1, g.mask.back(), n_kv, 0, g.k_rows.back(), g.v_cells.back()});
         }
-        g.h = talker.build(ctx, gf, x, g.pos, segments);
+        g.h = talker.build(ctx, gf, x, g.pos, segments, true);
         g.logits = product(ctx, codec_head, g.h, talker_cpu, batch);
         ggml_set_output(g.h);
         ggml_set_output(g.logits);
@@ -409,11 +410,12 @@ struct tts_engine::impl {
         ggml_tensor * h_in = j == 0 ? input_f32(ctx, hidden, 1) : nullptr;
         ggml_tensor * x = j == 0 ? ggml_concat(ctx, h_in, ggml_get_rows(ctx, cp_codec_embd, id), 1)
                                  : ggml_get_rows(ctx, cp_embd[j - 1], id);
-        if (cp_proj_w) x = ggml_add(ctx, product(ctx, cp_proj_w, x, cp_cpu), cp_proj_b);
+        // (every code-predictor product column by column, as in a batch: sub-step 0 feeds two rows)
+        if (cp_proj_w) x = ggml_add(ctx, product(ctx, cp_proj_w, x, cp_cpu, true), cp_proj_b);
         const int64_t n = x->ne[1], pos0 = j == 0 ? 0 : j + 1;
         ggml_tensor * pos = input_i32(ctx, n);
         ggml_tensor * mask = input_f32(ctx, pos0 + n, n);
-        ggml_tensor * h = cp.build(ctx, gf, x, pos, {{&cp_cache(0), 0, n, mask, pos0 + n, pos0}});
+        ggml_tensor * h = cp.build(ctx, gf, x, pos, {{&cp_cache(0), 0, n, mask, pos0 + n, pos0}}, true);
         h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], (n - 1) * h->nb[1]);
         ggml_tensor * lg = product(ctx, cp_head[j], h, cp_cpu);
         ggml_set_output(lg);
@@ -470,6 +472,7 @@ struct tts_engine::impl {
         const sampling_config * cfg;
         const float * noise;          // [15][vocab] when sampling
         int32_t * codes;              // out: codes 1..15
+        float * logits = nullptr;     // out when given: [15][vocab], each sub-step's logits (tests)
     };
     struct frame_graph {
         bool built = false;
@@ -479,6 +482,7 @@ struct tts_engine::impl {
         std::vector<std::pair<ggml_tensor *, std::vector<int32_t>>> positions;
         std::vector<std::pair<ggml_tensor *, std::vector<float>>> masks;
         std::vector<std::vector<ggml_tensor *>> chosen;      // per frame, per sub-step
+        std::vector<ggml_tensor *> logits;                   // per sub-step [vocab, B]
     } frame_graph_;
 
     static bool same_choice(const sampling_config & a, const sampling_config & b) {
@@ -488,7 +492,6 @@ struct tts_engine::impl {
     void build_frame_graph(const std::vector<cp_slot> & slots) {
         const int steps = n_groups - 1;
         const int64_t B = int64_t(slots.size());
-        const bool batch = B > 1;
         frame_graph & g = frame_graph_;
         ggml_context * ctx = frame_runner.begin();
         ggml_cgraph * gf = frame_runner.graph();
@@ -511,7 +514,7 @@ struct tts_engine::impl {
                 }
                 x = side_by_side(ctx, x, xb);
             }
-            if (cp_proj_w) x = ggml_add(ctx, product(ctx, cp_proj_w, x, cp_cpu, batch), cp_proj_b);
+            if (cp_proj_w) x = ggml_add(ctx, product(ctx, cp_proj_w, x, cp_cpu, true), cp_proj_b);
             ggml_tensor * pos = input_i32(ctx, n * B);
             std::vector<int32_t> pos_values;
             std::vector<attention_segment> segments;
@@ -522,7 +525,7 @@ struct tts_engine::impl {
                 segments.push_back({&cp_cache(size_t(b)), b * n, n, mask, pos0 + n, pos0});
             }
             g.positions.push_back({pos, pos_values});
-            ggml_tensor * h = cp.build(ctx, gf, x, pos, segments);
+            ggml_tensor * h = cp.build(ctx, gf, x, pos, segments, true);
             // each frame's last row
             if (n == 1) {
             } else if (B == 1) {
@@ -530,7 +533,9 @@ struct tts_engine::impl {
             } else {
                 h = ggml_cont(ctx, ggml_view_2d(ctx, h, h->ne[0], B, n * h->nb[1], (n - 1) * h->nb[1]));
             }
-            ggml_tensor * lg = product(ctx, cp_head[j], h, cp_cpu, batch);   // [vocab, B]
+            ggml_tensor * lg = product(ctx, cp_head[j], h, cp_cpu, true);   // [vocab, B]
+            ggml_set_output(lg);
+            g.logits.push_back(lg);
             for (int64_t b = 0; b < B; ++b) {
                 ggml_tensor * nz = g.noise[size_t(b)];
                 if (nz) nz = ggml_view_2d(ctx, nz, cp_vocab, 1, nz->nb[1], j * nz->nb[1]);
@@ -561,6 +566,10 @@ struct tts_engine::impl {
         for (size_t b = 0; b < slots.size(); ++b) {
             for (size_t j = 0; j < g.chosen[b].size(); ++j) {
                 ggml_backend_tensor_get(g.chosen[b][j], slots[b].codes + j, 0, sizeof(int32_t));
+                if (slots[b].logits) {
+                    ggml_backend_tensor_get(g.logits[j], slots[b].logits + j * cp_vocab, b * g.logits[j]->nb[1],
+                                            size_t(cp_vocab) * sizeof(float));
+                }
             }
         }
     }
@@ -744,6 +753,17 @@ std::vector<float> tts_engine::code_predictor_logits(const float * hidden, const
     return out;
 }
 
+void tts_engine::code_predictor_frames(const float * hidden, const int32_t * c0, int n, const sampling_config & cfg,
+                                       const float * noise, int32_t * codes, float * logits) {
+    const size_t steps = size_t(p_->n_groups - 1), vocab = size_t(p_->cp_vocab);
+    std::vector<impl::cp_slot> slots;
+    for (int b = 0; b < n; ++b) {
+        slots.push_back({hidden + size_t(b) * p_->hidden, c0[b], &cfg, noise ? noise + b * steps * vocab : nullptr,
+                         codes + b * steps, logits + b * steps * vocab});
+    }
+    p_->cp_frames(slots);
+}
+
 std::vector<stage_launch_report> tts_engine::placement_report() const {
     std::vector<stage_launch_report> out;
     auto add = [&](const char * stage, const char * launch, const graph_runner & r) {
@@ -758,5 +778,6 @@ std::vector<stage_launch_report> tts_engine::placement_report() const {
 
 int tts_engine::hidden_size() const { return p_->hidden; }
 int tts_engine::n_code_groups() const { return p_->n_groups; }
+int tts_engine::code_predictor_vocab() const { return p_->cp_vocab; }
 
 }  // namespace kazeia
