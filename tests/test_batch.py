@@ -12,7 +12,7 @@ import pytest
 from kazeia import _native
 from kazeia.engine import Engine, Request, SamplingParams, open_model
 
-from test_tts import CASES, MANIFEST, case_request
+from test_tts import CASES, MANIFEST, case_request, engines  # noqa: F401  (engines: a fixture)
 
 
 @pytest.mark.parametrize("type_", ["q8_0", "q6_K", "f32", "f16", "bf16", "q4_K"])
@@ -22,17 +22,6 @@ def test_batch_products_give_every_column_what_it_gets_alone(type_):
     assert batch.shape == alone.shape == (6, 256)
     assert np.array_equal(batch, alone)
     assert np.abs(alone).max() > 0
-
-
-@pytest.fixture(scope="module")
-def engines(converted):
-    cache = {}
-
-    def get(variant):
-        if variant not in cache:
-            cache[variant] = Engine(open_model(converted(variant, "f32")), threads=2)
-        return cache[variant]
-    return get
 
 
 def golden_request(engine, case):

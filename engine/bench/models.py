@@ -71,13 +71,3 @@ def converted(folder: Path, out_type: str, decoder_type: str, progress: bool) ->
     if not path.exists():
         convert(folder, path, out_type=mix, decoder_type=decoder_type, progress=progress)
     return path
-
-
-
-
-def converted(folder: Path, out_type: str, decoder_type: str, progress: bool) -> Path:
-    mix = TypeMix.parse(out_type, fallback="q8_0")
-    path = folder.parent / f"{folder.name}-{mix.slug}-dec{decoder_type}.gguf"
-    if not path.exists():
-        convert(folder, path, out_type=mix, decoder_type=decoder_type, progress=progress)
-    return path

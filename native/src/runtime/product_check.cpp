@@ -9,6 +9,31 @@
 #include "runtime/graph_runner.h"
 
 namespace kazeia {
+namespace {
+
+// W [rows, cols] of `type`, quantised by ggml from f32 values, in CPU memory.
+struct cpu_weight {
+    ggml_context * ctx;
+    ggml_backend_buffer_t buf;
+    ggml_tensor * t;
+    cpu_weight(ggml_type type, int64_t rows, int64_t cols, const float * values) {
+        ggml_init_params params{ggml_tensor_overhead() * 2, nullptr, true};
+        ctx = ggml_init(params);
+        t = ggml_new_tensor_2d(ctx, type, cols, rows);
+        buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+        std::vector<uint8_t> q(ggml_nbytes(t));
+        ggml_quantize_chunk(type, values, q.data(), 0, rows, cols, nullptr);
+        ggml_backend_tensor_set(t, q.data(), 0, q.size());
+    }
+    ~cpu_weight() {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+    }
+    cpu_weight(const cpu_weight &) = delete;
+    cpu_weight & operator=(const cpu_weight &) = delete;
+};
+
+}  // namespace
 
 std::vector<std::vector<float>> compare_products(ggml_type type, int64_t rows, int64_t cols, int64_t n, uint64_t seed,
                                                  int threads, const std::vector<product_builder> & builders) {
@@ -17,20 +42,14 @@ std::vector<std::vector<float>> compare_products(ggml_type type, int64_t rows, i
     std::vector<float> w(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(cols * n));
     for (float & v : w) v = normal(gen);
     for (float & v : x) v = normal(gen);
-    ggml_init_params params{ggml_tensor_overhead() * 2, nullptr, true};
-    ggml_context * ctx = ggml_init(params);
-    ggml_tensor * wq = ggml_new_tensor_2d(ctx, type, cols, rows);
-    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
-    std::vector<uint8_t> q(ggml_nbytes(wq));
-    ggml_quantize_chunk(type, w.data(), q.data(), 0, rows, cols, nullptr);
-    ggml_backend_tensor_set(wq, q.data(), 0, q.size());
+    const cpu_weight wq(type, rows, cols, w.data());
     graph_runner runner(std::make_shared<thread_pool>(threads));
     std::vector<std::vector<float>> out;
     for (const product_builder & build : builders) {
         ggml_context * g = runner.begin();
         ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, n);
         ggml_set_input(xt);
-        ggml_tensor * y = build(g, wq, xt);
+        ggml_tensor * y = build(g, wq.t, xt);
         out.emplace_back();
         if (!y) continue;
         ggml_set_output(y);
@@ -41,25 +60,17 @@ std::vector<std::vector<float>> compare_products(ggml_type type, int64_t rows, i
         out.back().resize(size_t(ggml_nelements(y)));
         ggml_backend_tensor_get(y, out.back().data(), 0, ggml_nbytes(y));
     }
-    ggml_backend_buffer_free(wbuf);
-    ggml_free(ctx);
     return out;
 }
 
 double gemm_gflops(ggml_type type, int64_t rows, int64_t cols, int64_t n, int threads, int reps) {
     std::vector<float> w(size_t(rows * cols), 0.01f), x(size_t(cols * n), 0.02f);
-    ggml_init_params params{ggml_tensor_overhead() * 2, nullptr, true};
-    ggml_context * ctx = ggml_init(params);
-    ggml_tensor * wq = ggml_new_tensor_2d(ctx, type, cols, rows);
-    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
-    std::vector<uint8_t> q(ggml_nbytes(wq));
-    ggml_quantize_chunk(type, w.data(), q.data(), 0, rows, cols, nullptr);
-    ggml_backend_tensor_set(wq, q.data(), 0, q.size());
+    const cpu_weight wq(type, rows, cols, w.data());
     graph_runner runner(std::make_shared<thread_pool>(threads));
     ggml_context * g = runner.begin();
     ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, n);
     ggml_set_input(xt);
-    ggml_tensor * y = ggml_mul_mat(g, wq, xt);
+    ggml_tensor * y = ggml_mul_mat(g, wq.t, xt);
     ggml_set_output(y);
     ggml_build_forward_expand(runner.graph(), y);
     runner.allocate();
@@ -71,8 +82,6 @@ double gemm_gflops(ggml_type type, int64_t rows, int64_t cols, int64_t n, int th
         runner.compute();
         best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    ggml_backend_buffer_free(wbuf);
-    ggml_free(ctx);
     return 2.0 * double(rows) * double(cols) * double(n) / best / 1e9;
 }
 
