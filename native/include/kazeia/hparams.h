@@ -45,6 +45,8 @@ struct talker_hparams {
     int text_hidden = 0;
     int n_code_groups = 0;    // 16 codebooks per frame
     int max_positions = 0;
+    int codec_eos = 0;        // the codec token that ends speech
+    int text_pad = 0;         // the text token fed beside frames once the text has run out (tts_pad)
 };
 
 struct code_predictor_hparams {

@@ -159,8 +159,8 @@ struct tts_engine::impl {
             cp_proj_w = cp_layout(w("cp.input_proj.weight"));
             cp_proj_b = cp_layout(w("cp.input_proj.bias"));
         }
-        eos_id = int(m.get_int("qwen3tts.codec.eos"));
-        pad_text_id = int(m.get_int("qwen3tts.token.tts_pad"));
+        eos_id = hp.talker.codec_eos;
+        pad_text_id = hp.talker.text_pad;
     }
 
     std::unique_ptr<kv_cache> new_talker_cache(int64_t n_ctx) const {

@@ -70,6 +70,8 @@ model_hparams hparams_read(const kv_reader & kv) {
     t.text_hidden = read_int(kv, "qwen3tts.talker.text_hidden_size");
     t.n_code_groups = read_int(kv, "qwen3tts.talker.num_code_groups", 2, 64);
     t.max_positions = read_int(kv, "qwen3tts.talker.max_position_embeddings");
+    t.codec_eos = read_int(kv, "qwen3tts.codec.eos", 0, t.codec_vocab - 1);
+    t.text_pad = read_int(kv, "qwen3tts.token.tts_pad", 0, t.text_vocab - 1);
 
     auto & c = hp.code_predictor;
     c.tfm = read_transformer(kv, "qwen3tts.code_predictor.", "rms_norm_eps");
