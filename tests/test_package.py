@@ -36,3 +36,22 @@ def test_quantize_matches_block_layout():
         native.quantize(x[:, :48], "q8_0")
     with pytest.raises(ValueError, match="unknown ggml type"):
         native.quantize(x, "q99")
+
+
+def test_the_shipped_type_stubs_name_every_binding():
+    """kazeia/_native.pyi is installed beside the module and lists exactly its public names, each
+    class with its methods (regenerate it as its header says when a binding changes)."""
+    import ast
+    from pathlib import Path
+    stub = Path(native.__file__).with_name("_native.pyi")
+    assert stub.exists()
+    tree = ast.parse(stub.read_text())
+    names = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.AnnAssign)
+                 and getattr(n.target, "id", "") == "__all__")
+    public = sorted(n for n in dir(native) if not n.startswith("_"))
+    assert sorted(names) == public
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name != "ModelLoadError":
+            stubbed = {f.name for f in node.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")}
+            actual = {m for m in dir(getattr(native, node.name)) if not m.startswith("_")}
+            assert stubbed == actual, node.name
