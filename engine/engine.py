@@ -237,11 +237,11 @@ class Engine:
             return min(sampling.max_frames, limit)
         return min(HEADROOM_FRAMES + FRAMES_PER_TOKEN * plan.body_tokens, limit)
 
-    def _request(self, plan: PromptPlan, sampling: SamplingParams) -> dict:
-        """The native generation arguments of one request."""
+    def _request(self, plan: PromptPlan, sampling: SamplingParams) -> "_native.GenerationRequest":
+        """The native form of one request."""
         def stage(do, t, k, p):
-            return dict(do_sample=bool(do), temperature=float(t), top_k=int(k), top_p=float(p))
-        return dict(
+            return _native.SamplingConfig(do_sample=bool(do), temperature=float(t), top_k=int(k), top_p=float(p))
+        return _native.GenerationRequest(
             trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
             talker=stage(sampling.do_sample, sampling.temperature, sampling.top_k, sampling.top_p),
             code_predictor=stage(sampling.cp_do_sample, sampling.cp_temperature, sampling.cp_top_k, sampling.cp_top_p),
@@ -251,11 +251,11 @@ class Engine:
             **plan.arrays(self._prompts.hidden))
 
     def _generate(self, plan: PromptPlan, sampling: SamplingParams, on_frame) -> dict:
-        return self._native.generate(on_frame=on_frame, **self._request(plan, sampling))
+        return self._native.generate(self._request(plan, sampling), on_frame)
 
     def _open(self, plan: PromptPlan, sampling: SamplingParams):
         """A native session (prefilled) for the batch worker."""
-        return self._native.open(**self._request(plan, sampling))
+        return self._native.open(self._request(plan, sampling))
 
     def synthesize(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
                    instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,

@@ -233,14 +233,15 @@ def test_clear_errors(demo, engines):
 def test_sampler_follows_the_warpers():
     logits = np.array([2.0, 1.0, 0.5, 0.0, -1.0], np.float32)
     cfg = dict(do_sample=True, temperature=1.0, top_k=0, top_p=1.0)
-    draws = _native.sample_tokens(logits, cfg, 1, 20000)
+    sampler = lambda c, seed, n: _native.sample_tokens(logits, _native.SamplingConfig(**c), seed, n)   # noqa: E731
+    draws = sampler(cfg, 1, 20000)
     freq = np.bincount(draws, minlength=5) / len(draws)
     p = np.exp(logits) / np.exp(logits).sum()
     assert np.abs(freq - p).max() < 0.015
-    assert np.array_equal(_native.sample_tokens(logits, cfg, 1, 50), _native.sample_tokens(logits, cfg, 1, 50))
-    assert set(_native.sample_tokens(logits, {**cfg, "top_k": 2}, 2, 2000)) == {0, 1}
-    assert set(_native.sample_tokens(logits, {**cfg, "top_p": 0.5}, 3, 500)) == {0}
-    assert set(_native.sample_tokens(logits, {**cfg, "do_sample": False}, 4, 10)) == {0}
-    cold = np.bincount(_native.sample_tokens(logits, {**cfg, "temperature": 0.5}, 5, 20000), minlength=5) / 20000
+    assert np.array_equal(sampler(cfg, 1, 50), sampler(cfg, 1, 50))
+    assert set(sampler({**cfg, "top_k": 2}, 2, 2000)) == {0, 1}
+    assert set(sampler({**cfg, "top_p": 0.5}, 3, 500)) == {0}
+    assert set(sampler({**cfg, "do_sample": False}, 4, 10)) == {0}
+    cold = np.bincount(sampler({**cfg, "temperature": 0.5}, 5, 20000), minlength=5) / 20000
     p_cold = np.exp(logits / 0.5) / np.exp(logits / 0.5).sum()
     assert np.abs(cold - p_cold).max() < 0.015

@@ -9,7 +9,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'Model', 'ModelLoadError', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'compare_batch_columns', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_repacked_matmul', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
+__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'compare_batch_columns', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_repacked_matmul', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
 class ModelLoadError(ValueError):
     pass
 class Model:
@@ -109,6 +109,41 @@ class SpeakerEncoder:
         """
         x-vector of a log-mel spectrogram [frames, mel_dim]
         """
+class SamplingConfig:
+    def __init__(self, do_sample: bool = True, temperature: typing.SupportsFloat | typing.SupportsIndex = 1.0, top_k: typing.SupportsInt | typing.SupportsIndex = 0, top_p: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> None:
+        ...
+    @property
+    def do_sample(self) -> bool:
+        ...
+    @property
+    def temperature(self) -> float:
+        ...
+    @property
+    def top_k(self) -> int:
+        ...
+    @property
+    def top_p(self) -> float:
+        ...
+class GenerationRequest:
+    def __init__(self, text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codec_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], trailing_text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], talker: SamplingConfig, code_predictor: SamplingConfig, max_frames: typing.SupportsInt | typing.SupportsIndex, frame_codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32] | None = None, vectors: typing.Annotated[numpy.typing.ArrayLike, numpy.float32] | None = None, repetition_penalty: typing.SupportsFloat | typing.SupportsIndex = 1.0499999523162842, min_new_tokens: typing.SupportsInt | typing.SupportsIndex = 2, seed: typing.SupportsInt | typing.SupportsIndex = 0, cp_single_launch: bool = True, talker_persistent: bool = True) -> None:
+        """
+        one utterance for TtsEngine.generate / open: prompt rows, trailing text ids, sampling per stage, limits
+        """
+    @property
+    def code_predictor(self) -> SamplingConfig:
+        ...
+    @property
+    def max_frames(self) -> int:
+        ...
+    @property
+    def prompt_rows(self) -> int:
+        ...
+    @property
+    def seed(self) -> int:
+        ...
+    @property
+    def talker(self) -> SamplingConfig:
+        ...
 class TtsSession:
     def frame(self, t: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int32], float, float]:
         """
@@ -140,11 +175,13 @@ class TtsEngine:
         ...
     def embed(self, text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codec_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], frame_codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32] | None = None, vectors: typing.Annotated[numpy.typing.ArrayLike, numpy.float32] | None = None) -> numpy.typing.NDArray[numpy.float32]:
         ...
-    def generate(self, text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codec_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], frame_codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32] | None, vectors: typing.Annotated[numpy.typing.ArrayLike, numpy.float32] | None, trailing_text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], talker: dict, code_predictor: dict, repetition_penalty: typing.SupportsFloat | typing.SupportsIndex, min_new_tokens: typing.SupportsInt | typing.SupportsIndex, max_frames: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, on_frame: collections.abc.Callable[[int, numpy.typing.NDArray[numpy.int32], float, float, float], bool], cp_single_launch: bool = True, talker_persistent: bool = True) -> dict:
-        ...
-    def open(self, text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codec_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], frame_codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32] | None, vectors: typing.Annotated[numpy.typing.ArrayLike, numpy.float32] | None, trailing_text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], talker: dict, code_predictor: dict, repetition_penalty: typing.SupportsFloat | typing.SupportsIndex, min_new_tokens: typing.SupportsInt | typing.SupportsIndex, max_frames: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, cp_single_launch: bool = True, talker_persistent: bool = True) -> TtsSession:
+    def generate(self, request: GenerationRequest, on_frame: collections.abc.Callable[[int, numpy.typing.NDArray[numpy.int32], float, float, float], bool]) -> dict:
         """
-        a session for this request, its prompt prefilled (generation arguments as generate)
+        generate a request frame by frame; on_frame(t, codes, talker ms, code-predictor ms, prefill ms) -> keep going
+        """
+    def open(self, request: GenerationRequest) -> TtsSession:
+        """
+        a session for this request, its prompt prefilled
         """
     def placement_report(self) -> list:
         """
@@ -204,7 +241,7 @@ def quantize(data: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], type
     """
     f32 rows -> bytes of a ggml type, shape [rows, bytes per row]
     """
-def sample_tokens(logits: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], config: dict, seed: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.int32]:
+def sample_tokens(logits: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], config: SamplingConfig, seed: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.int32]:
     ...
 def type_block_size(type: str) -> int:
     ...

@@ -34,34 +34,6 @@ prompt_rows rows_of(const i32_array & text_ids, const i32_array & codec_ids, con
     return r;
 }
 
-sampling_config sampling_of(const py::dict & d) {
-    sampling_config c;
-    c.do_sample = d["do_sample"].cast<bool>();
-    c.temperature = d["temperature"].cast<float>();
-    c.top_k = d["top_k"].cast<int>();
-    c.top_p = d["top_p"].cast<float>();
-    return c;
-}
-
-generation_request request_of(const i32_array & text_ids, const i32_array & codec_ids,
-                              const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
-                              const i32_array & trailing, const py::dict & talker, const py::dict & code_predictor,
-                              float repetition_penalty, int min_new_tokens, int64_t max_frames, uint64_t seed,
-                              bool cp_single_launch, bool talker_persistent) {
-    generation_request req;
-    req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
-    req.trailing_text_ids = to_vector<int32_t>(trailing);
-    req.talker = sampling_of(talker);
-    req.code_predictor = sampling_of(code_predictor);
-    req.repetition_penalty = repetition_penalty;
-    req.min_new_tokens = min_new_tokens;
-    req.max_frames = max_frames;
-    req.seed = seed;
-    req.cp_single_launch = cp_single_launch;
-    req.talker_persistent = talker_persistent;
-    return req;
-}
-
 const char * reason_name(stop_reason r);
 
 // codes [n, groups], per-frame talker / code-predictor ms [n, 2], prefill ms and the stop reason
@@ -127,9 +99,51 @@ void register_tts(py::module_ & m) {
             return py::array_t<float>(v.size(), v.data());
         }, py::arg("mel"), "x-vector of a log-mel spectrogram [frames, mel_dim]");
 
-    m.def("sample_tokens", [](const f32_array & logits, const py::dict & cfg, uint64_t seed, int n) {
+    py::class_<sampling_config>(m, "SamplingConfig")
+        .def(py::init([](bool do_sample, float temperature, int top_k, float top_p) {
+                 if (temperature <= 0 || top_k < 0 || !(top_p > 0 && top_p <= 1)) {
+                     throw std::invalid_argument("temperature > 0, top_k >= 0 and top_p in (0, 1] are required");
+                 }
+                 return sampling_config{do_sample, temperature, top_k, top_p};
+             }),
+             py::arg("do_sample") = true, py::arg("temperature") = 1.0f, py::arg("top_k") = 0, py::arg("top_p") = 1.0f)
+        .def_readonly("do_sample", &sampling_config::do_sample)
+        .def_readonly("temperature", &sampling_config::temperature)
+        .def_readonly("top_k", &sampling_config::top_k)
+        .def_readonly("top_p", &sampling_config::top_p);
+
+    py::class_<generation_request>(m, "GenerationRequest")
+        .def(py::init([](const i32_array & text_ids, const i32_array & codec_ids, const i32_array & trailing_text_ids,
+                         const sampling_config & talker, const sampling_config & code_predictor, int64_t max_frames,
+                         const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
+                         float repetition_penalty, int min_new_tokens, uint64_t seed, bool cp_single_launch,
+                         bool talker_persistent) {
+                 generation_request req;
+                 req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
+                 req.trailing_text_ids = to_vector<int32_t>(trailing_text_ids);
+                 req.talker = talker;
+                 req.code_predictor = code_predictor;
+                 req.repetition_penalty = repetition_penalty;
+                 req.min_new_tokens = min_new_tokens;
+                 req.max_frames = max_frames;
+                 req.seed = seed;
+                 req.cp_single_launch = cp_single_launch;
+                 req.talker_persistent = talker_persistent;
+                 return req;
+             }),
+             py::arg("text_ids"), py::arg("codec_ids"), py::arg("trailing_text_ids"), py::arg("talker"),
+             py::arg("code_predictor"), py::arg("max_frames"), py::arg("frame_codes") = py::none(),
+             py::arg("vectors") = py::none(), py::arg("repetition_penalty") = 1.05f, py::arg("min_new_tokens") = 2,
+             py::arg("seed") = 0, py::arg("cp_single_launch") = true, py::arg("talker_persistent") = true,
+             "one utterance for TtsEngine.generate / open: prompt rows, trailing text ids, sampling per stage, limits")
+        .def_property_readonly("prompt_rows", [](const generation_request & r) { return r.prompt.n_rows; })
+        .def_readonly("talker", &generation_request::talker)
+        .def_readonly("code_predictor", &generation_request::code_predictor)
+        .def_readonly("max_frames", &generation_request::max_frames)
+        .def_readonly("seed", &generation_request::seed);
+
+    m.def("sample_tokens", [](const f32_array & logits, const sampling_config & c, uint64_t seed, int n) {
         // n draws from one seeded generator (for tests of the sampler itself)
-        const sampling_config c = sampling_of(cfg);
         rng r(seed);
         py::array_t<int32_t> out(n);
         for (int i = 0; i < n; ++i) {
@@ -185,15 +199,8 @@ void register_tts(py::module_ & m) {
         }, "where each launch kind run so far ran: stage, launch, splits, ops per device, bytes copied, CPU fallbacks")
         .def_property_readonly("hidden_size", &tts_engine::hidden_size)
         .def_property_readonly("n_code_groups", &tts_engine::n_code_groups)
-        .def("generate", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
-                            const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
-                            const i32_array & trailing, const py::dict & talker, const py::dict & code_predictor,
-                            float repetition_penalty, int min_new_tokens, int64_t max_frames, uint64_t seed,
-                            const std::function<bool(int64_t, py::array_t<int32_t>, double, double, double)> & on_frame,
-                            bool cp_single_launch, bool talker_persistent) {
-            const generation_request req = request_of(text_ids, codec_ids, frame_codes, vectors, trailing, talker,
-                                                      code_predictor, repetition_penalty, min_new_tokens, max_frames,
-                                                      seed, cp_single_launch, talker_persistent);
+        .def("generate", [](tts_engine & e, const generation_request & req,
+                            const std::function<bool(int64_t, py::array_t<int32_t>, double, double, double)> & on_frame) {
             const int groups = e.n_code_groups();
             frame_callback cb;
             if (on_frame) {
@@ -210,24 +217,12 @@ void register_tts(py::module_ & m) {
                 res = e.generate(req, cb);
             }
             return result_dict(res, groups);
-        }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
-           py::arg("talker"), py::arg("code_predictor"), py::arg("repetition_penalty"), py::arg("min_new_tokens"),
-           py::arg("max_frames"), py::arg("seed"), py::arg("on_frame"), py::arg("cp_single_launch") = true,
-           py::arg("talker_persistent") = true)
-        .def("open", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
-                        const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
-                        const i32_array & trailing, const py::dict & talker, const py::dict & code_predictor,
-                        float repetition_penalty, int min_new_tokens, int64_t max_frames, uint64_t seed,
-                        bool cp_single_launch, bool talker_persistent) {
-            const generation_request req = request_of(text_ids, codec_ids, frame_codes, vectors, trailing, talker,
-                                                      code_predictor, repetition_penalty, min_new_tokens, max_frames,
-                                                      seed, cp_single_launch, talker_persistent);
+        }, py::arg("request"), py::arg("on_frame"),
+           "generate a request frame by frame; on_frame(t, codes, talker ms, code-predictor ms, prefill ms) -> keep going")
+        .def("open", [](tts_engine & e, const generation_request & req) {
             py::gil_scoped_release release;
             return e.open(req);
-        }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
-           py::arg("talker"), py::arg("code_predictor"), py::arg("repetition_penalty"), py::arg("min_new_tokens"),
-           py::arg("max_frames"), py::arg("seed"), py::arg("cp_single_launch") = true, py::arg("talker_persistent") = true,
-           py::keep_alive<0, 1>(), "a session for this request, its prompt prefilled (generation arguments as generate)")
+        }, py::arg("request"), py::keep_alive<0, 1>(), "a session for this request, its prompt prefilled")
         .def("step", [](tts_engine & e, const std::vector<tts_session *> & sessions) {
             py::gil_scoped_release release;
             e.step(sessions);
