@@ -4,9 +4,9 @@ One Ray actor per node loads the engine once and renders lines in batches (the b
 locally); the driver (engine/render.py) hands out lines, collects results as they complete and
 writes the files and the manifest itself, so resume works exactly as locally. When an actor or its
 whole node dies, the driver gives its unfinished lines to the actors that remain (lines are
-deterministic: the same request gives the same file on any node). Actors rather than Ray Data's map_batches over an actor pool, by
-measurement (README: 58.6 s against 63.5 s for the same script), and results reach the driver line
-by line as they finish (for the manifest and resume)."""
+deterministic: the same request gives the same file on any node). Actors rather than Ray Data's
+map_batches over an actor pool, by measurement (README: 58.6 s against 63.5 s for the same script);
+results also reach the driver line by line as they finish (for the manifest and resume)."""
 from __future__ import annotations
 
 import os
