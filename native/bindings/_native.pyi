@@ -242,7 +242,9 @@ def quantize(data: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], type
     f32 rows -> bytes of a ggml type, shape [rows, bytes per row]
     """
 def sample_tokens(logits: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], config: SamplingConfig, seed: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.int32]:
-    ...
+    """
+    n draws from one seeded generator (tests of the sampler itself)
+    """
 def type_block_size(type: str) -> int:
     ...
 ARCHITECTURE: str = 'qwen3tts'

@@ -1,6 +1,6 @@
 // kazeia._native: thin bindings; the Python API lives in kazeia.engine.
 #include "bindings.h"
-#include "runtime/ggml_log.h"
+#include "kazeia/ggml_log.h"
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "Kazeia native core (ggml): model files, devices, quantisation";

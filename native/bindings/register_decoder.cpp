@@ -5,7 +5,7 @@
 #include "kazeia/model.h"
 #include "kazeia/launch_report.h"
 #include "kazeia/speech_decoder.h"
-#include "runtime/thread_pool.h"
+#include "kazeia/thread_pool.h"
 
 namespace py = pybind11;
 

@@ -3,7 +3,7 @@
 #include "bindings.h"
 #include "kazeia/devices.h"
 #include "kazeia/launch_report.h"
-#include "runtime/thread_pool.h"
+#include "kazeia/thread_pool.h"
 
 namespace py = pybind11;
 

@@ -7,13 +7,10 @@
 #include "bindings.h"
 #include "ggml.h"
 #include "kazeia/errors.h"
+#include "kazeia/kernel_checks.h"
 #include "kazeia/model.h"
 #include "kazeia/quantize.h"
 #include "kazeia/tensor_table.h"
-#include "runtime/gemv_q8_0.h"
-#include "runtime/product_check.h"
-#include "runtime/type_names.h"
-#include "runtime/weight_copies.h"
 
 namespace py = pybind11;
 
@@ -204,67 +201,49 @@ void register_model(py::module_ & m) {
         std::copy(v.begin(), v.end(), a.mutable_data());
         return a;
     };
+    auto pair = [as_array](const product_pair & p, int64_t n) {
+        return py::make_tuple(p.applied, as_array(p.ggml, n), as_array(p.theirs, n));
+    };
     m.def("compare_gemv_q8_0", [as_array](int64_t rows, int64_t cols, uint64_t seed, bool avx2_only) {
-        std::vector<std::vector<float>> y;
+        product_pair p;
         {
             py::gil_scoped_release release;
-            use_avx2_only(avx2_only);
-            y = compare_products(GGML_TYPE_Q8_0, rows, cols, 1, seed, 2,
-                                 {ggml_mul_mat, [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return gemv_q8_0(c, w, x); }});
-            use_avx2_only(false);
+            p = check_gemv_q8_0(rows, cols, seed, avx2_only);
         }
-        return py::make_tuple(!y[1].empty(), as_array(y[0], 1).attr("reshape")(rows), as_array(y[1], 1).attr("reshape")(-1));
+        return py::make_tuple(p.applied, as_array(p.ggml, 1).attr("reshape")(rows), as_array(p.theirs, 1).attr("reshape")(-1));
     }, "W x for a random q8_0 W through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml, ours)",
        py::arg("rows"), py::arg("cols"), py::arg("seed") = 0, py::arg("avx2_only") = false);
-    m.def("compare_gemv_q6_k", [as_array](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
-        std::vector<std::vector<float>> y;
+    m.def("compare_gemv_q6_k", [pair](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+        product_pair p;
         {
             py::gil_scoped_release release;
-            y = compare_products(GGML_TYPE_Q6_K, rows, cols, n, seed, 2, {ggml_mul_mat, gemv_q6_k});
+            p = check_gemv_q6_k(rows, cols, n, seed);
         }
-        return py::make_tuple(!y[1].empty(), as_array(y[0], n), y[1].empty() ? as_array(y[0], n) : as_array(y[1], n));
+        return pair(p, n);
     }, "W x for a random q6_K W and x of n columns through ggml_mul_mat and Kazeia's kernel: (applied?, ggml "
        "[n, rows], ours [n, rows])", py::arg("rows"), py::arg("cols"), py::arg("n") = 1, py::arg("seed") = 0);
     m.def("compare_batch_columns", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
-        const ggml_type t = type_from_name(type);
-        std::vector<std::vector<float>> y;
+        product_pair p;
         {
             py::gil_scoped_release release;
-            auto batched = [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return product(c, w, x, true, true); };
-            auto alone = [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) {
-                ggml_tensor * y = nullptr;
-                for (int64_t i = 0; i < x->ne[1]; ++i) {
-                    ggml_tensor * yi = product(c, w, ggml_view_2d(c, x, x->ne[0], 1, x->nb[1], i * x->nb[1]), true);
-                    y = y ? ggml_concat(c, y, yi, 1) : yi;
-                }
-                return y;
-            };
-            y = compare_products(t, rows, cols, n, seed, 2, {batched, alone});
+            p = check_batch_columns(type, rows, cols, n, seed);
         }
-        return py::make_tuple(as_array(y[0], n), as_array(y[1], n));
+        return py::make_tuple(as_array(p.ggml, n), as_array(p.theirs, n));
     }, "W x for a random W of `type` and x of n columns as the columns of a batch (each must come out as alone) "
        "and column by column alone, on the CPU: (batch [n, rows], alone [n, rows])",
        py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
-    m.def("compare_repacked_matmul", [as_array](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
-        std::vector<std::vector<float>> y;
-        bool made = false;
+    m.def("compare_repacked_matmul", [pair](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+        product_pair p;
         {
             py::gil_scoped_release release;
-            weight_copies layout(nullptr, cpu_repack_layout());
-            y = compare_products(GGML_TYPE_Q4_K, rows, cols, n, seed, 1,
-                                 {ggml_mul_mat, [&](ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-                                      ggml_tensor * r = layout(w);
-                                      made = r != w;
-                                      return ggml_mul_mat(ctx, r, x);
-                                  }});
+            p = check_repacked_matmul(rows, cols, n, seed);
         }
-        return py::make_tuple(made, as_array(y[0], n), as_array(y[1], n));
+        return pair(p, n);
     }, "W x for a random q4_K W through the plain and the CPU's repacked layout: (repacked?, plain, repacked)",
        py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
     m.def("gemm_gflops", [](const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps) {
-        const ggml_type t = type_from_name(type);
         py::gil_scoped_release release;
-        return gemm_gflops(t, rows, cols, n, threads, reps);
+        return gemm_gflops(type, rows, cols, n, threads, reps);
     }, "GFLOP/s of the best of `reps` launches of W x through ggml_mul_mat (W: type [rows, cols], x: f32 [cols, n])",
        py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("threads"), py::arg("reps") = 5);
     m.def("quantize", [](py::array_t<float, py::array::c_style | py::array::forcecast> data, const std::string & type) {

@@ -7,8 +7,7 @@
 #include "kazeia/audio_encoder.h"
 #include "kazeia/speaker_encoder.h"
 #include "kazeia/tts.h"
-#include "runtime/sampler.h"
-#include "runtime/thread_pool.h"
+#include "kazeia/thread_pool.h"
 
 namespace py = pybind11;
 
@@ -143,16 +142,10 @@ void register_tts(py::module_ & m) {
         .def_readonly("seed", &generation_request::seed);
 
     m.def("sample_tokens", [](const f32_array & logits, const sampling_config & c, uint64_t seed, int n) {
-        // n draws from one seeded generator (for tests of the sampler itself)
-        rng r(seed);
-        py::array_t<int32_t> out(n);
-        for (int i = 0; i < n; ++i) {
-            std::vector<float> l(logits.data(), logits.data() + logits.size());
-            const std::vector<float> noise = gumbel_noise(r, l.size());
-            out.mutable_at(i) = sample_token(l, c, noise.data());
-        }
-        return out;
-    }, py::arg("logits"), py::arg("config"), py::arg("seed"), py::arg("n"));
+        const std::vector<int32_t> draws = sample_tokens(to_vector<float>(logits), c, seed, n);
+        return py::array_t<int32_t>(draws.size(), draws.data());
+    }, py::arg("logits"), py::arg("config"), py::arg("seed"), py::arg("n"),
+       "n draws from one seeded generator (tests of the sampler itself)");
 
     py::class_<tts_session>(m, "TtsSession")
         .def_property_readonly("done", &tts_session::done)

@@ -15,7 +15,7 @@
 #include "ggml.h"
 #include "gguf.h"
 #include "kazeia/errors.h"
-#include "runtime/ggml_log.h"
+#include "kazeia/ggml_log.h"
 
 namespace kazeia {
 namespace {

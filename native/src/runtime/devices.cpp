@@ -1,7 +1,7 @@
 #include "kazeia/devices.h"
 
 #include "ggml-backend.h"
-#include "runtime/ggml_log.h"
+#include "kazeia/ggml_log.h"
 #include "runtime/weight_copies.h"
 
 namespace kazeia {

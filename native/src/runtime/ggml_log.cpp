@@ -1,4 +1,4 @@
-#include "runtime/ggml_log.h"
+#include "kazeia/ggml_log.h"
 
 #include <cstdio>
 #include <mutex>

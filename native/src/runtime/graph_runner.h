@@ -15,7 +15,7 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 #include "runtime/launch_report.h"
-#include "runtime/thread_pool.h"
+#include "kazeia/thread_pool.h"
 
 namespace kazeia {
 

@@ -1,5 +1,10 @@
 #include "runtime/product_check.h"
 
+#include "kazeia/kernel_checks.h"
+#include "runtime/gemv_q8_0.h"
+#include "runtime/type_names.h"
+#include "runtime/weight_copies.h"
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -63,7 +68,7 @@ std::vector<std::vector<float>> compare_products(ggml_type type, int64_t rows, i
     return out;
 }
 
-double gemm_gflops(ggml_type type, int64_t rows, int64_t cols, int64_t n, int threads, int reps) {
+double gemm_gflops_of(ggml_type type, int64_t rows, int64_t cols, int64_t n, int threads, int reps) {
     std::vector<float> w(size_t(rows * cols), 0.01f), x(size_t(cols * n), 0.02f);
     const cpu_weight wq(type, rows, cols, w.data());
     graph_runner runner(std::make_shared<thread_pool>(threads));
@@ -83,6 +88,49 @@ double gemm_gflops(ggml_type type, int64_t rows, int64_t cols, int64_t n, int th
         best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     return 2.0 * double(rows) * double(cols) * double(n) / best / 1e9;
+}
+
+product_pair check_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, bool avx2_only) {
+    use_avx2_only(avx2_only);
+    auto y = compare_products(GGML_TYPE_Q8_0, rows, cols, 1, seed, 2,
+                              {ggml_mul_mat, [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return gemv_q8_0(c, w, x); }});
+    use_avx2_only(false);
+    return {!y[1].empty(), y[0], y[1]};
+}
+
+product_pair check_gemv_q6_k(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    auto y = compare_products(GGML_TYPE_Q6_K, rows, cols, n, seed, 2, {ggml_mul_mat, gemv_q6_k});
+    return {!y[1].empty(), y[0], y[1].empty() ? y[0] : y[1]};
+}
+
+product_pair check_repacked_matmul(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    weight_copies layout(nullptr, cpu_repack_layout());
+    bool made = false;
+    auto y = compare_products(GGML_TYPE_Q4_K, rows, cols, n, seed, 1,
+                              {ggml_mul_mat, [&](ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+                                   ggml_tensor * r = layout(w);
+                                   made = r != w;
+                                   return ggml_mul_mat(ctx, r, x);
+                               }});
+    return {made, y[0], y[1]};
+}
+
+product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    auto batched = [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return product(c, w, x, true, true); };
+    auto alone = [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) {
+        ggml_tensor * y = nullptr;
+        for (int64_t i = 0; i < x->ne[1]; ++i) {
+            ggml_tensor * yi = product(c, w, ggml_view_2d(c, x, x->ne[0], 1, x->nb[1], i * x->nb[1]), true);
+            y = y ? ggml_concat(c, y, yi, 1) : yi;
+        }
+        return y;
+    };
+    auto y = compare_products(type_from_name(type), rows, cols, n, seed, 2, {batched, alone});
+    return {true, y[0], y[1]};
+}
+
+double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps) {
+    return gemm_gflops_of(type_from_name(type), rows, cols, n, threads, reps);
 }
 
 }  // namespace kazeia

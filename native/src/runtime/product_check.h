@@ -20,6 +20,6 @@ std::vector<std::vector<float>> compare_products(ggml_type type, int64_t rows, i
 
 // The best of `reps` timed launches of W x (W: `type` [rows, cols], x: f32 [cols, n]) through
 // ggml_mul_mat on `threads` threads, in GFLOP/s: the GEMM peak the bench compares stages against.
-double gemm_gflops(ggml_type type, int64_t rows, int64_t cols, int64_t n, int threads, int reps);
+double gemm_gflops_of(ggml_type type, int64_t rows, int64_t cols, int64_t n, int threads, int reps);
 
 }  // namespace kazeia

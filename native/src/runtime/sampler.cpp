@@ -105,4 +105,15 @@ int sample_token(std::vector<float> & logits, const sampling_config & cfg, const
     return best;
 }
 
+std::vector<int32_t> sample_tokens(const std::vector<float> & logits, const sampling_config & cfg, uint64_t seed, int n) {
+    rng r(seed);
+    std::vector<int32_t> out;
+    for (int i = 0; i < n; ++i) {
+        std::vector<float> l = logits;
+        const std::vector<float> noise = gumbel_noise(r, l.size());
+        out.push_back(sample_token(l, cfg, noise.data()));
+    }
+    return out;
+}
+
 }  // namespace kazeia

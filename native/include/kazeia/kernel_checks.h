@@ -1,0 +1,30 @@
+// Checks and measurements of the matrix-product kernels Kazeia adds beside ggml's (for tests and the
+// bench): the same random product W x computed several ways, W [rows, cols] quantised by ggml from
+// normal values, x [cols, n]; each result is [n][rows].
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kazeia {
+
+struct product_pair {
+    bool applied = false;          // the kernel under test ran (else `theirs` repeats ggml's)
+    std::vector<float> ggml, theirs;
+};
+
+// q8_0, one column: ggml_mul_mat and Kazeia's kernel (`avx2_only`: its AVX2 path even with VNNI).
+product_pair check_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, bool avx2_only);
+// q6_K, n columns: ggml_mul_mat and Kazeia's kernel.
+product_pair check_gemv_q6_k(int64_t rows, int64_t cols, int64_t n, uint64_t seed);
+// q4_K: the plain layout and the CPU's repacked one (applied: the weight was repacked).
+product_pair check_repacked_matmul(int64_t rows, int64_t cols, int64_t n, uint64_t seed);
+// any type: the n columns as a batch (`ggml`) and each column alone (`theirs`); they must be equal.
+product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
+
+// The best of `reps` launches of W x through ggml_mul_mat on `threads` threads, in GFLOP/s: the GEMM
+// peak the bench compares stages against.
+double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps);
+
+}  // namespace kazeia
