@@ -56,11 +56,7 @@ std::vector<float> code_predictor_stage::step_logits(int j, const float * h_talk
     step_runner_.allocate();
     ggml_backend_tensor_set(id, &code, 0, sizeof(int32_t));
     if (h_in) ggml_backend_tensor_set(h_in, h_talker, 0, ggml_nbytes(h_in));
-    std::vector<int32_t> positions(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) positions[size_t(i)] = int32_t(pos0 + i);
-    ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos));
-    const auto mk = causal_mask(pos0, n);
-    ggml_backend_tensor_set(mask, mk.data(), 0, ggml_nbytes(mask));
+    set_causal_inputs(pos, mask, pos0, n);
     step_runner_.compute();
     std::vector<float> logits(vocab_);
     ggml_backend_tensor_get(lg, logits.data(), 0, ggml_nbytes(lg));

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ggml.h"
+#include "graphs/qwen3_stack.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "kazeia/tts.h"
@@ -59,6 +60,15 @@ inline ggml_tensor * input_f32(ggml_context * ctx, int64_t a, int64_t b) {
 // Column c of a [n, cols] tensor (the tensor itself when it has one column: the same graph as alone).
 inline ggml_tensor * column(ggml_context * ctx, ggml_tensor * t, int64_t c) {
     return t->ne[1] == 1 ? t : ggml_view_2d(ctx, t, t->ne[0], 1, t->nb[1], c * t->nb[1]);
+}
+
+// Positions [pos0, pos0 + n) and their causal mask over keys [0, pos0 + n) into a graph's inputs.
+inline void set_causal_inputs(ggml_tensor * pos, ggml_tensor * mask, int64_t pos0, int64_t n) {
+    std::vector<int32_t> positions(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) positions[size_t(i)] = int32_t(pos0 + i);
+    ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos));
+    const std::vector<float> mk = causal_mask(pos0, n);
+    ggml_backend_tensor_set(mask, mk.data(), 0, ggml_nbytes(mask));
 }
 
 inline ggml_tensor * side_by_side(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {

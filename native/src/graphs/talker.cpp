@@ -134,11 +134,7 @@ void talker_stage::forward(const prompt_rows & r, int64_t pos0, kv_cache & cache
     if (embeds) ggml_build_forward_expand(gf, x);
     prefill_runner_.allocate();
     upload(in);
-    std::vector<int32_t> positions(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) positions[size_t(i)] = int32_t(pos0 + i);
-    ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos));
-    const auto mk = causal_mask(pos0, n);
-    ggml_backend_tensor_set(mask, mk.data(), 0, ggml_nbytes(mask));
+    set_causal_inputs(pos, mask, pos0, n);
     prefill_runner_.compute();
     logits.resize(codec_vocab_);
     h_last.resize(hidden_);

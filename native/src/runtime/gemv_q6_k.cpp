@@ -75,39 +75,20 @@ __attribute__((target("avx2,fma,f16c"))) inline void block_dot(const block_q6k &
 }
 
 // y[c * rows + r] for rows [r0, r1) and C columns starting at `col`: each weight row is unpacked
-// once per C columns; one column keeps four blocks in flight instead. `Exact`: every column keeps
-// four accumulators too, summed as one column's are (the columns of a batch).
+// once per C columns. `Exact` (and one column): four accumulators per column, blocks taken in turn,
+// so every column is summed as one column alone is (the columns of a batch); otherwise one
+// accumulator per column (a prompt's rows: fewer registers, any order).
 template <int C, bool Exact = false>
 __attribute__((target("avx2,fma,f16c")))
 void rows_avx2(const block_q6k * w, const block_q8k * x, float * y, int64_t nb, int64_t rows, int64_t r0, int64_t r1,
                int64_t col) {
-    if constexpr (Exact) {
-        for (int64_t r = r0; r < r1; ++r) {
-            const block_q6k * row = w + r * nb;
-            __m256 acc[C][4];
-            for (int c = 0; c < C; ++c) {
-                for (int a = 0; a < 4; ++a) acc[c][a] = _mm256_setzero_ps();
-            }
-            for (int64_t b = 0; b < nb; ++b) {
-                const block_q8k * xs[C];
-                for (int c = 0; c < C; ++c) xs[c] = x + (col + c) * nb + b;
-                __m256i sum[C];
-                block_dot<C>(row[b], xs, sum);
-                const float dw = _cvtsh_ss(row[b].d);
-                for (int c = 0; c < C; ++c) {
-                    acc[c][b & 3] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xs[c]->d), _mm256_cvtepi32_ps(sum[c]), acc[c][b & 3]);
-                }
-            }
-            for (int c = 0; c < C; ++c) {
-                y[(col + c) * rows + r] =
-                    hsum(_mm256_add_ps(_mm256_add_ps(acc[c][0], acc[c][1]), _mm256_add_ps(acc[c][2], acc[c][3])));
-            }
-        }
-        return;
-    }
+    constexpr int A = Exact || C == 1 ? 4 : 1;   // accumulators per column
     for (int64_t r = r0; r < r1; ++r) {
         const block_q6k * row = w + r * nb;
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        __m256 acc[C][A];
+        for (int c = 0; c < C; ++c) {
+            for (int a = 0; a < A; ++a) acc[c][a] = _mm256_setzero_ps();
+        }
         for (int64_t b = 0; b < nb; ++b) {
             const block_q8k * xs[C];
             for (int c = 0; c < C; ++c) xs[c] = x + (col + c) * nb + b;
@@ -115,14 +96,14 @@ void rows_avx2(const block_q6k * w, const block_q8k * x, float * y, int64_t nb, 
             block_dot<C>(row[b], xs, sum);
             const float dw = _cvtsh_ss(row[b].d);
             for (int c = 0; c < C; ++c) {
-                const int a = C == 1 ? int(b & 3) : c;
-                acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xs[c]->d), _mm256_cvtepi32_ps(sum[c]), acc[a]);
+                __m256 & a = acc[c][b % A];
+                a = _mm256_fmadd_ps(_mm256_set1_ps(dw * xs[c]->d), _mm256_cvtepi32_ps(sum[c]), a);
             }
         }
-        if (C == 1) {
-            y[col * rows + r] = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-        } else {
-            for (int c = 0; c < C; ++c) y[(col + c) * rows + r] = hsum(acc[c]);
+        for (int c = 0; c < C; ++c) {
+            y[(col + c) * rows + r] = A == 4 ? hsum(_mm256_add_ps(_mm256_add_ps(acc[c][0], acc[c][A > 1 ? 1 : 0]),
+                                                                  _mm256_add_ps(acc[c][A > 2 ? 2 : 0], acc[c][A > 3 ? 3 : 0])))
+                                             : hsum(acc[c][0]);
         }
     }
 }
