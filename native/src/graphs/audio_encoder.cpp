@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "ggml.h"
+#include "graphs/blocks.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "runtime/graph_runner.h"
@@ -121,13 +122,11 @@ struct audio_encoder::impl {
             ggml_tensor * q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wq, h), t.head_dim, t.n_heads, n);
             ggml_tensor * k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wk, h), t.head_dim, t.n_kv_heads, n);
             ggml_tensor * v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wv, h), t.head_dim, t.n_kv_heads, n);
-            q = ggml_rope_ext(ctx, q, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1, 0, 1, 0, 0);
-            k = ggml_rope_ext(ctx, k, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1, 0, 1, 0, 0);
-            ggml_tensor * kq = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), ggml_permute(ctx, q, 0, 2, 1, 3));
-            kq = ggml_soft_max_ext(ctx, kq, mask, 1.0f / std::sqrt(float(t.head_dim)), 0.0f);    // [n, n, H]
-            ggml_tensor * vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));                 // [n, hd, H]
-            ggml_tensor * o = ggml_cont(ctx, ggml_permute(ctx, ggml_mul_mat(ctx, vt, kq), 0, 2, 1, 3));
-            o = ggml_mul_mat(ctx, l.wo, ggml_reshape_2d(ctx, o, int64_t(t.head_dim) * t.n_heads, n));
+            q = rope_neox(ctx, q, pos, t.head_dim, t.rope_theta);
+            k = rope_neox(ctx, k, pos, t.head_dim, t.rope_theta);
+            ggml_tensor * keys = ggml_permute(ctx, k, 0, 2, 1, 3);                      // [hd, n, H]
+            ggml_tensor * values = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));    // [n, hd, H]
+            ggml_tensor * o = ggml_mul_mat(ctx, l.wo, attention(ctx, q, keys, values, mask));
             x = ggml_add(ctx, x, ggml_mul(ctx, o, l.s1));
             h = layer_norm(ctx, x, l.n2w, l.n2b);
             h = ggml_mul_mat(ctx, l.fc2, ggml_gelu_erf(ctx, ggml_mul_mat(ctx, l.fc1, h)));

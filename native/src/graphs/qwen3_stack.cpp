@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "graphs/blocks.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "runtime/gemv_q8_0.h"
@@ -41,16 +42,12 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
     for (size_t il = 0; il < layers_.size(); ++il) {
         const auto & l = layers_[il];
         // attention block: q/k RMS-normed per head before RoPE, as Qwen3 does
-        ggml_tensor * h = ggml_mul(ctx, ggml_rms_norm(ctx, x, t.norm_eps), l.attn_norm);
+        ggml_tensor * h = rms_norm(ctx, x, l.attn_norm, t.norm_eps);
         ggml_tensor * q = ggml_reshape_3d(ctx, mm(l.wq, h), t.head_dim, t.n_heads, n_all);
         ggml_tensor * k = ggml_reshape_3d(ctx, mm(l.wk, h), t.head_dim, t.n_kv_heads, n_all);
         ggml_tensor * v = mm(l.wv, h);   // [kv_dim, N]
-        q = ggml_mul(ctx, ggml_rms_norm(ctx, q, t.norm_eps), l.q_norm);
-        k = ggml_mul(ctx, ggml_rms_norm(ctx, k, t.norm_eps), l.k_norm);
-        q = ggml_rope_ext(ctx, q, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1.0f, 0.0f, 1.0f,
-                          0.0f, 0.0f);
-        k = ggml_rope_ext(ctx, k, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1.0f, 0.0f, 1.0f,
-                          0.0f, 0.0f);
+        q = rope_neox(ctx, rms_norm(ctx, q, l.q_norm, t.norm_eps), pos, t.head_dim, t.rope_theta);
+        k = rope_neox(ctx, rms_norm(ctx, k, l.k_norm, t.norm_eps), pos, t.head_dim, t.rope_theta);
         k = ggml_reshape_2d(ctx, k, kvd, n_all);
         ggml_tensor * o = nullptr;   // [hd * H, N], the segments' outputs side by side
         for (const attention_segment & s : segments) {
@@ -74,22 +71,17 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
             }
             ggml_tensor * keys = ggml_view_3d(ctx, kc, t.head_dim, s.n_kv, t.n_kv_heads, kc->nb[1], t.head_dim * f, 0);
             ggml_tensor * vals = ggml_view_3d(ctx, vc, s.n_kv, t.head_dim, t.n_kv_heads, vc->nb[1], vc->nb[1] * t.head_dim, 0);
-            ggml_tensor * qp = ggml_permute(ctx, qs, 0, 2, 1, 3);                         // [hd, n, H]
-            ggml_tensor * kq = ggml_mul_mat(ctx, keys, qp);                               // [n_kv, n, H]
-            kq = ggml_soft_max_ext(ctx, kq, s.mask, 1.0f / std::sqrt(float(t.head_dim)), 0.0f);
-            ggml_tensor * kqv = ggml_mul_mat(ctx, vals, kq);                              // [hd, n, H]
-            ggml_tensor * os = ggml_cont(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3));        // [hd, H, n]
-            os = ggml_reshape_2d(ctx, os, int64_t(t.head_dim) * t.n_heads, s.n);
+            ggml_tensor * os = attention(ctx, qs, keys, vals, s.mask);
             o = o ? ggml_concat(ctx, o, os, 1) : os;
         }
         x = ggml_add(ctx, x, mm(l.wo, o));
 
-        h = ggml_mul(ctx, ggml_rms_norm(ctx, x, t.norm_eps), l.ffn_norm);
+        h = rms_norm(ctx, x, l.ffn_norm, t.norm_eps);
         ggml_tensor * gate = ggml_silu(ctx, mm(l.w_gate, h));
         ggml_tensor * up = mm(l.w_up, h);
         x = ggml_add(ctx, x, mm(l.w_down, ggml_mul(ctx, gate, up)));
     }
-    return ggml_mul(ctx, ggml_rms_norm(ctx, x, t.norm_eps), output_norm_);
+    return rms_norm(ctx, x, output_norm_, t.norm_eps);
 }
 
 std::vector<float> causal_mask(int64_t pos0, int64_t n) {

@@ -17,6 +17,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "graphs/blocks.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "runtime/derived_weights.h"
@@ -403,14 +404,12 @@ struct speech_decoder_stream::impl {
                                   ggml_tensor * mask) {
         const auto & t = hp.tfm;
         const int64_t n = x->ne[1];
-        ggml_tensor * h = ggml_mul(g.ctx, ggml_rms_norm(g.ctx, x, t.norm_eps), l.attn_norm);
+        ggml_tensor * h = rms_norm(g.ctx, x, l.attn_norm, t.norm_eps);
         ggml_tensor * q = ggml_reshape_3d(g.ctx, mm(g.ctx, l.wq, h), t.head_dim, t.n_heads, n);
         ggml_tensor * k = ggml_reshape_3d(g.ctx, mm(g.ctx, l.wk, h), t.head_dim, t.n_kv_heads, n);
         ggml_tensor * v = mm(g.ctx, l.wv, h);
-        q = ggml_rope_ext(g.ctx, q, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1.0f, 0.0f, 1.0f,
-                          0.0f, 0.0f);
-        k = ggml_rope_ext(g.ctx, k, pos, nullptr, t.head_dim, GGML_ROPE_TYPE_NEOX, 0, t.rope_theta, 1.0f, 0.0f, 1.0f,
-                          0.0f, 0.0f);
+        q = rope_neox(g.ctx, q, pos, t.head_dim, t.rope_theta);
+        k = rope_neox(g.ctx, k, pos, t.head_dim, t.rope_theta);
         const int64_t kv_dim = int64_t(t.n_kv_heads) * t.head_dim;
         auto window = [&](ggml_tensor * all) {   // aligned keys [kv_dim, kv_padded], zero padding
             ggml_tensor * used = ggml_view_2d(g.ctx, all, kv_dim, kv_lead + n, all->nb[1], (kv_keep - kv_lead) * all->nb[1]);
@@ -422,17 +421,12 @@ struct speech_decoder_stream::impl {
         k_all = ggml_reshape_3d(g.ctx, k_all, t.head_dim, t.n_kv_heads, n_kv);
         v_all = ggml_reshape_3d(g.ctx, v_all, t.head_dim, t.n_kv_heads, n_kv);
 
-        ggml_tensor * qp = ggml_permute(g.ctx, q, 0, 2, 1, 3);        // [hd, n, H]
-        ggml_tensor * kp = ggml_permute(g.ctx, k_all, 0, 2, 1, 3);    // [hd, n_kv, Hkv]
-        ggml_tensor * kq = mm(g.ctx, kp, qp);               // [n_kv, n, H]
-        kq = ggml_soft_max_ext(g.ctx, kq, mask, 1.0f / std::sqrt(float(t.head_dim)), 0.0f);
-        ggml_tensor * vt = ggml_cont(g.ctx, ggml_permute(g.ctx, v_all, 1, 2, 0, 3));   // [n_kv, hd, Hkv]
-        ggml_tensor * kqv = mm(g.ctx, vt, kq);              // [hd, n, H]
-        ggml_tensor * o = ggml_cont(g.ctx, ggml_permute(g.ctx, kqv, 0, 2, 1, 3));     // [hd, H, n]
-        o = mm(g.ctx, l.wo, ggml_reshape_2d(g.ctx, o, int64_t(t.head_dim) * t.n_heads, n));
+        ggml_tensor * keys = ggml_permute(g.ctx, k_all, 0, 2, 1, 3);                       // [hd, n_kv, Hkv]
+        ggml_tensor * values = ggml_cont(g.ctx, ggml_permute(g.ctx, v_all, 1, 2, 0, 3));   // [n_kv, hd, Hkv]
+        ggml_tensor * o = mm(g.ctx, l.wo, attention(g.ctx, q, keys, values, mask, mm));
         x = ggml_add(g.ctx, x, ggml_mul(g.ctx, o, l.attn_scale));
 
-        h = ggml_mul(g.ctx, ggml_rms_norm(g.ctx, x, t.norm_eps), l.ffn_norm);
+        h = rms_norm(g.ctx, x, l.ffn_norm, t.norm_eps);
         ggml_tensor * gate = ggml_silu(g.ctx, mm(g.ctx, l.w_gate, h));
         ggml_tensor * up = mm(g.ctx, l.w_up, h);
         ggml_tensor * down = mm(g.ctx, l.w_down, ggml_mul(g.ctx, gate, up));
@@ -490,7 +484,7 @@ struct speech_decoder_stream::impl {
             x = attention_layer(g, W.layers[i], x, pos, mask);
             record(g, i < 8 ? layer_names[i] : nullptr, x);
         }
-        x = ggml_mul(g.ctx, ggml_rms_norm(g.ctx, x, hp.tfm.norm_eps), W.out_norm);
+        x = rms_norm(g.ctx, x, W.out_norm, hp.tfm.norm_eps);
         record(g, "pre_transformer_norm_out", x);
         x = ggml_add(g.ctx, mm(g.ctx, W.out_proj, x), W.out_proj_b);
         record(g, "pre_transformer_out", x);

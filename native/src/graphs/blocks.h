@@ -1,0 +1,40 @@
+// Graph blocks every transformer here shares (the talker's and code predictor's Qwen3 layers, the
+// speech decoder's and the audio encoder's transformers): RMS norm, rotate-half RoPE, attention.
+#pragma once
+
+#include <cmath>
+
+#include "ggml.h"
+
+namespace kazeia {
+
+// x normalised by its RMS over the first axis, times `weight`.
+inline ggml_tensor * rms_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor * weight, float eps) {
+    return ggml_mul(ctx, ggml_rms_norm(ctx, x, eps), weight);
+}
+
+// Rotate-half (NEOX) RoPE of x [head_dim, heads, n] at positions `pos` (I32 [n]).
+inline ggml_tensor * rope_neox(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, int head_dim, float theta) {
+    return ggml_rope_ext(ctx, x, pos, nullptr, head_dim, GGML_ROPE_TYPE_NEOX, 0, theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+}
+
+// softmax(q k / sqrt(head_dim) + mask) v for q [hd, H, n], keys [hd, n_kv, Hkv] and values
+// [n_kv, hd, Hkv] (head-major; H a multiple of Hkv: grouped-query heads share theirs), mask
+// [n_kv, n] -> [hd * H, n]. `mm` makes the two products (ggml_mul_mat, or a stage's own).
+template <typename Product>
+ggml_tensor * attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * keys, ggml_tensor * values,
+                        ggml_tensor * mask, const Product & mm) {
+    const int64_t hd = q->ne[0], heads = q->ne[1], n = q->ne[2];
+    ggml_tensor * kq = mm(ctx, keys, ggml_permute(ctx, q, 0, 2, 1, 3));                 // [n_kv, n, H]
+    kq = ggml_soft_max_ext(ctx, kq, mask, 1.0f / std::sqrt(float(hd)), 0.0f);
+    ggml_tensor * kqv = mm(ctx, values, kq);                                           // [hd, n, H]
+    ggml_tensor * o = ggml_cont(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3));             // [hd, H, n]
+    return ggml_reshape_2d(ctx, o, hd * heads, n);
+}
+
+inline ggml_tensor * attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * keys, ggml_tensor * values,
+                               ggml_tensor * mask) {
+    return attention(ctx, q, keys, values, mask, ggml_mul_mat);
+}
+
+}  // namespace kazeia
