@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.func(args)
-    except (ConversionError, ModelLoadError, FileNotFoundError, ValueError) as e:
+    except (ConversionError, ModelLoadError, OSError, ValueError) as e:   # (OSError: a folder not writable, a full disk)
         print(f"kazeia {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
