@@ -433,6 +433,9 @@ class MainWindow(QMainWindow):
             self.show_error(f"cannot play {path}: {e}")
 
     def stop(self) -> None:
+        if self.controller.rendering:   # Esc stops a script render too
+            self.controller.cancel()
+            return
         if self.controller.busy:
             self._compare = None   # a stopped comparison does not go on to B
             self.controller.cancel()

@@ -679,4 +679,15 @@ def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window,
     with qtbot.waitSignal(window.controller.script_finished, timeout=TIMEOUT_MS) as done:
         panel.render_all_button.click()
     assert done.args[0].done == 0 and done.args[0].kept == 5
+    # Esc stops a render: the lines in flight are cancelled, nothing half-written stays
+    script.write_text("id,text,speaker,max_frames\n" + "".join(f"s{i},Stop line {i}.,vivian,300\n" for i in range(8)))
+    assert panel.open_script(str(script))
+    with qtbot.waitSignal(window.controller.script_finished, timeout=TIMEOUT_MS) as done:
+        panel.render_all_button.click()
+        qtbot.wait(200)
+        window.stop()
+    assert done.args[0].done < 8 and not window.controller.rendering
+    qtbot.wait(20)
+    assert all(panel.table.item(r, 3).text() in ("", "done") for r in range(8))
+    assert not list(out.glob(".*partial*")) and len(list(out.glob("s*.wav"))) == done.args[0].done
     assert generate(qtbot, window, frames=4) is not None   # takes work again once the script is done

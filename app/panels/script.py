@@ -195,6 +195,11 @@ class ScriptPanel(Panel):
         for b in (self.render_all_button, self.render_selected_button, self.new_seed_button, self.open_button):
             b.setEnabled(not rendering)
         self.stop_button.setEnabled(rendering)
+        if not rendering:   # lines a stopped render did not reach are no longer queued
+            for r in range(self.table.rowCount()):
+                item = self.table.item(r, 3)
+                if item is not None and item.text() == "queued":
+                    self._set(r, 3, "")
 
     def show_progress(self, summary) -> None:
         self.progress.setText(f"{summary.done} rendered, {summary.kept} kept, {summary.failed} failed, "
