@@ -231,3 +231,25 @@ def test_q6_k_kernel_matches_ggml():
             pytest.skip("the kernel needs AVX2, FMA and F16C")
         assert ggml.shape == ours.shape == (n, rows)
         assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (rows, cols, n)
+
+
+def test_prompt_gemm_matches_ggml_and_the_exact_product():
+    """A prompt's products (8 columns and more) take Kazeia's int8 GEMM: 32 weight rows unpacked once
+    into register lanes, exact integer sums per scale group. q8_0: the columns are quantised as ggml
+    quantises them, so only the order of the float sums differs. q6_K: ggml quantises the columns to
+    q8_K (one scale per 256 values), the GEMM to q8_0 (one per 32), so the GEMM must come out at
+    least as close to the dequantised weights times the f32 columns as ggml does."""
+    for type_, rows, cols, n in [("q8_0", 64, 1024, 8), ("q8_0", 3072, 1024, 67), ("q8_0", 96, 3072, 13),
+                                 ("q6_k", 64, 1024, 8), ("q6_k", 1024, 3072, 67), ("q6_k", 160, 512, 11)]:
+        applied, ggml, ours, exact = _native.compare_gemm_int8(type_, rows, cols, n, seed=rows)
+        if not applied:
+            pytest.skip("the GEMM needs AVX-512 VNNI")
+        assert ggml.shape == ours.shape == exact.shape == (n, rows)
+        if type_ == "q8_0":
+            assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (type_, rows, cols, n)
+        rms = np.sqrt((exact ** 2).mean())
+        ours_err, ggml_err = (np.sqrt(((y - exact) ** 2).mean()) / rms for y in (ours, ggml))
+        assert ours_err <= 1e-2 and ours_err <= ggml_err * 1.001, (type_, rows, cols, n, ours_err, ggml_err)
+    # shapes it does not take (rows not a multiple of 32, another type) fall back, and say so
+    assert not _native.compare_gemm_int8("q8_0", 33, 1024, 8)[0]
+    assert not _native.compare_gemm_int8("q4_k", 64, 1024, 8)[0]

@@ -73,3 +73,38 @@ def test_demo_model_is_created_once(monkeypatch, tmp_path):
     assert demo_model_path() == path and path.stat().st_mtime_ns == stamp
     info = open_model(path).info
     assert info.random_weights and info.variant == "custom_voice" and info.size == "tiny"
+
+
+def test_random_checkpoint_converts_to_the_random_model_of_its_seed(tmp_path):
+    """The Hugging Face folder the bench shares with peer engines is written without torch, with the
+    tensors the converter reads and the values of the random model of the same seed (bf16-rounded),
+    so converting it gives that model back; its tokenizer files say what the model's tokenizer says."""
+    from kazeia.engine.convert import convert
+    from kazeia.engine.random_checkpoint import make_random_checkpoint
+    from safetensors_raw import checkpoint_tensors
+
+    folder = make_random_checkpoint(tmp_path / "hf", size="tiny", seed=5)
+    raw = checkpoint_tensors(folder)   # an independent reader
+    assert raw and not any(n.startswith("encoder.") for n in raw)
+    assert all(n.startswith("talker.") for n in
+               json.loads((folder / "model.safetensors").read_bytes()[8:8 + int.from_bytes(
+                   (folder / "model.safetensors").read_bytes()[:8], "little")]))
+    converted = open_model(convert(folder, tmp_path / "c.gguf", out_type="f32", decoder_type="f32",
+                                   progress=False).path)
+    random = open_model(make_random_model(tmp_path / "r.gguf", seed=5, out_type="f32", decoder_type="f32",
+                                          progress=False))
+    md = metadata_from_configs(json.loads((folder / "config.json").read_text()), GENERATION_CONFIG,
+                               json.loads((folder / "speech_tokenizer" / "config.json").read_text()))
+    names = [s["name"] for s in _native.expected_tensors(md)]
+    assert len(names) > 100
+    for name in names:
+        a, b = converted.native.tensor_f32(name), random.native.tensor_f32(name)
+        assert a.shape == b.shape, name
+        assert np.allclose(a, b, rtol=2 ** -8, atol=1e-30), name   # bf16 keeps 8 bits of mantissa
+    text = "Hello there, assistant: 123 tokens!"
+    assert converted.text_tokenizer().encode(text) == random.text_tokenizer().encode(text)
+    assert converted.special_text_ids() == random.special_text_ids()
+    # the same folder again is byte-identical (a cache is rebuilt only when missing)
+    again = make_random_checkpoint(tmp_path / "hf2", size="tiny", seed=5)
+    for f in ("model.safetensors", "speech_tokenizer/model.safetensors", "vocab.json", "config.json"):
+        assert (again / f).read_bytes() == (folder / f).read_bytes(), f

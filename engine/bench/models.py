@@ -8,8 +8,8 @@ from pathlib import Path
 from ..convert import convert
 from ..demo import cache_dir
 from ..gguf_file import TypeMix
+from ..random_checkpoint import make_random_checkpoint
 from ..random_model import make_random_model
-from .peers import reference_python, run_script
 from .text import SHARED_SEED
 
 
@@ -50,19 +50,15 @@ def same_size(info, size: str) -> bool:
         info.hparams["talker"]["num_layers"] == _TALKER[size][2]
 
 
-def shared_checkpoint(size: str) -> tuple[Path | None, str]:
-    """A full-size random checkpoint in the released Hugging Face layout, built once by the
-    reference harness: peers read it directly, Kazeia through its converter (same weights)."""
+def shared_checkpoint(size: str, progress: bool = False) -> tuple[Path, str]:
+    """A full-size random checkpoint in the released Hugging Face layout, written once: peers read it
+    directly, Kazeia through its converter (same weights)."""
     folder = cache_dir() / f"hf-{size}-custom_voice-seed{SHARED_SEED}"
-    if (folder / "config.json").exists():
-        return folder, ""
-    script = Path(__file__).resolve().parents[2] / "tests" / "reference" / "make_hf_checkpoint.py"
-    if not script.exists():
-        return None, "building the shared checkpoint needs the source tree (tests/reference)"
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    r = run_script(reference_python(), "no reference interpreter to build the shared checkpoint (run "
-                   "tests/reference/setup_venv.sh)", script, folder, "--size", size, "--seed", SHARED_SEED)
-    return (folder, "") if r.get("available") else (None, r["reason"])
+    if not (folder / "config.json").exists():
+        if progress:
+            print(f"writing the shared {size} checkpoint once: {folder} (0.6B: 2 GB, 1.7B: 4 GB)", file=sys.stderr)
+        make_random_checkpoint(folder, size=size, variant="custom_voice", seed=SHARED_SEED)
+    return folder, ""
 
 
 def converted(folder: Path, out_type: str, decoder_type: str, progress: bool) -> Path:

@@ -72,7 +72,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     elif not peers:
         why_not_shared = "peers were not asked for"
     elif vox_python() is not None:
-        shared, why_not_shared = shared_checkpoint(size)
+        shared, why_not_shared = shared_checkpoint(size, progress)
 
     def model_for(t: str, dec: str) -> Path:
         return converted(shared, t, dec, progress) if shared else bench_model(size, dec, progress, out_type=t)

@@ -9,7 +9,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'compare_batch_columns', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_repacked_matmul', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
+__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'compare_batch_columns', 'compare_gemm_int8', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_repacked_matmul', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
 class ModelLoadError(ValueError):
     pass
 class Model:
@@ -205,6 +205,10 @@ def compare_batch_columns(type: str, rows: typing.SupportsInt | typing.SupportsI
     """
     W x for a random W of `type` and x of n columns as the columns of a batch (each must come out as alone) and column by column alone, on the CPU: (batch [n, rows], alone [n, rows])
     """
+def compare_gemm_int8(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
+    """
+    W x for a random q8_0 or q6_K W and x of n columns (a prompt) through ggml_mul_mat and Kazeia's int8 GEMM, and the dequantised W times x in f32: (applied?, ggml [n, rows], ours [n, rows], exact [n, rows])
+    """
 def compare_gemv_q6_k(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex = 1, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
     W x for a random q6_K W and x of n columns through ggml_mul_mat and Kazeia's kernel: (applied?, ggml [n, rows], ours [n, rows])
@@ -225,9 +229,9 @@ def expected_tensors(arg0: dict) -> list:
     """
     The model's tensor table expanded for the hyper-parameters in a metadata dict
     """
-def gemm_gflops(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex, reps: typing.SupportsInt | typing.SupportsIndex = 5) -> float:
+def gemm_gflops(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex, reps: typing.SupportsInt | typing.SupportsIndex = 5, kazeia: bool = False) -> float:
     """
-    GFLOP/s of the best of `reps` launches of W x through ggml_mul_mat (W: type [rows, cols], x: f32 [cols, n])
+    GFLOP/s of the best of `reps` launches of W x through ggml_mul_mat, or with `kazeia` the product Kazeia's stages use (W: type [rows, cols], x: f32 [cols, n])
     """
 def hparams_from_metadata(arg0: dict) -> dict:
     """

@@ -222,6 +222,16 @@ void register_model(py::module_ & m) {
         return pair(p, n);
     }, "W x for a random q6_K W and x of n columns through ggml_mul_mat and Kazeia's kernel: (applied?, ggml "
        "[n, rows], ours [n, rows])", py::arg("rows"), py::arg("cols"), py::arg("n") = 1, py::arg("seed") = 0);
+    m.def("compare_gemm_int8", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+        product_pair p;
+        {
+            py::gil_scoped_release release;
+            p = check_gemm_int8(type, rows, cols, n, seed);
+        }
+        return py::make_tuple(p.applied, as_array(p.ggml, n), as_array(p.theirs, n), as_array(p.exact, n));
+    }, "W x for a random q8_0 or q6_K W and x of n columns (a prompt) through ggml_mul_mat and Kazeia's int8 "
+       "GEMM, and the dequantised W times x in f32: (applied?, ggml [n, rows], ours [n, rows], exact [n, rows])", py::arg("type"), py::arg("rows"), py::arg("cols"),
+       py::arg("n"), py::arg("seed") = 0);
     m.def("compare_batch_columns", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;
         {
@@ -241,11 +251,14 @@ void register_model(py::module_ & m) {
         return pair(p, n);
     }, "W x for a random q4_K W through the plain and the CPU's repacked layout: (repacked?, plain, repacked)",
        py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
-    m.def("gemm_gflops", [](const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps) {
+    m.def("gemm_gflops", [](const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps,
+                            bool kazeia) {
         py::gil_scoped_release release;
-        return gemm_gflops(type, rows, cols, n, threads, reps);
-    }, "GFLOP/s of the best of `reps` launches of W x through ggml_mul_mat (W: type [rows, cols], x: f32 [cols, n])",
-       py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("threads"), py::arg("reps") = 5);
+        return gemm_gflops(type, rows, cols, n, threads, reps, kazeia);
+    }, "GFLOP/s of the best of `reps` launches of W x through ggml_mul_mat, or with `kazeia` the product "
+       "Kazeia's stages use (W: type [rows, cols], x: f32 [cols, n])",
+       py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("threads"), py::arg("reps") = 5,
+       py::arg("kazeia") = false);
     m.def("quantize", [](py::array_t<float, py::array::c_style | py::array::forcecast> data, const std::string & type) {
         if (data.ndim() != 2) throw std::invalid_argument("quantize expects a 2-D array [rows, values]");
         const int64_t rows = data.shape(0), cols = data.shape(1);

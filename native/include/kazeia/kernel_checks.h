@@ -12,6 +12,7 @@ namespace kazeia {
 struct product_pair {
     bool applied = false;          // the kernel under test ran (else `theirs` repeats ggml's)
     std::vector<float> ggml, theirs;
+    std::vector<float> exact;      // where filled: the dequantised W times x in f32 (what both approximate)
 };
 
 // q8_0, one column: ggml_mul_mat and Kazeia's kernel (`avx2_only`: its AVX2 path even with VNNI).
@@ -20,11 +21,14 @@ product_pair check_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, bool avx
 product_pair check_gemv_q6_k(int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 // q4_K: the plain layout and the CPU's repacked one (applied: the weight was repacked).
 product_pair check_repacked_matmul(int64_t rows, int64_t cols, int64_t n, uint64_t seed);
+// q8_0 or q6_K, n columns (a prompt): ggml_mul_mat and Kazeia's int8 GEMM (applied: the CPU has it).
+product_pair check_gemm_int8(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 // any type: the n columns as a batch (`ggml`) and each column alone (`theirs`); they must be equal.
 product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 
-// The best of `reps` launches of W x through ggml_mul_mat on `threads` threads, in GFLOP/s: the GEMM
-// peak the bench compares stages against.
-double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps);
+// The best of `reps` launches of W x through ggml_mul_mat (with `kazeia`: the product Kazeia's stages
+// use) on `threads` threads, in GFLOP/s: the GEMM peak the bench compares stages against.
+double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps,
+                   bool kazeia = false);
 
 }  // namespace kazeia

@@ -26,6 +26,10 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
+
+// A column as q8_0 blocks, as ggml quantises it (scale amax / 127 kept as fp16, values rounded to
+// nearest even): k values -> k int8 in q and k / 32 scales in d.
+void quantize_q8_0_column(const float * x, int64_t k, int8_t * q, float * d);
 #endif
 
 // dst = w x through `op` (a ggml custom op over rows) when w is `type` [K, N] with K a multiple of

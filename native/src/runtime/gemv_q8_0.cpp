@@ -19,37 +19,6 @@ struct block_q8 {   // ggml's block_q8_0
 static_assert(sizeof(block_q8) == 34, "q8_0 block layout");
 
 #ifdef KAZEIA_X86
-// The vector as q8_0 blocks, as ggml quantises it: scale amax / 127 (kept as fp16), values
-// x * 127 / amax rounded to nearest even.
-__attribute__((target("avx2,fma,f16c")))
-void quantize_avx2(const float * x, int64_t k, int8_t * q, float * d) {
-    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
-    for (int64_t b = 0; b < k / k_block; ++b) {
-        const float * xb = x + b * k_block;
-        __m256 v[4];
-        __m256 amax = _mm256_setzero_ps();
-        for (int i = 0; i < 4; ++i) {
-            v[i] = _mm256_loadu_ps(xb + 8 * i);
-            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_bit, v[i]));
-        }
-        __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_max_ss(m, _mm_movehdup_ps(m));
-        const float mx = _mm_cvtss_f32(m);
-        const __m256 inv = _mm256_set1_ps(mx != 0.0f ? 127.0f / mx : 0.0f);
-        __m256i n[4];
-        for (int i = 0; i < 4; ++i) {
-            n[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        }
-        // pack 32 int32 -> 32 int8 in order (packs interleave 128-bit lanes; permute restores it)
-        const __m256i p16a = _mm256_packs_epi32(n[0], n[1]), p16b = _mm256_packs_epi32(n[2], n[3]);
-        const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b),
-                                                       _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + b * k_block), p8);
-        d[b] = _cvtsh_ss(_cvtss_sh(mx / 127.0f, 0));
-    }
-}
-
 // |w| . (x signed like w) = w . x, as u8 x s8 pairs summed into 32-bit lanes
 #define KAZEIA_GEMV_ROW(DOT, BLK, ACC)                                                                     \
     {                                                                                                 \
@@ -207,8 +176,8 @@ void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
     q.resize(size_t(k * cols));
     d.resize(size_t(nb * cols));
     for (int64_t c = 0; c < cols; ++c) {
-        quantize_avx2(reinterpret_cast<const float *>(static_cast<const char *>(x->data) + c * x->nb[1]), k,
-                      q.data() + c * k, d.data() + c * nb);
+        quantize_q8_0_column(reinterpret_cast<const float *>(static_cast<const char *>(x->data) + c * x->nb[1]), k,
+                             q.data() + c * k, d.data() + c * nb);
     }
     // one contiguous run of rows per thread: a single linear stream the prefetchers follow
     const int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
@@ -218,6 +187,40 @@ void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
 #endif  // KAZEIA_X86
 
 }  // namespace
+
+#ifdef KAZEIA_X86
+// The vector as q8_0 blocks, as ggml quantises it: scale amax / 127 (kept as fp16), values
+// x * 127 / amax rounded to nearest even.
+__attribute__((target("avx2,fma,f16c")))
+void quantize_q8_0_column(const float * x, int64_t k, int8_t * q, float * d) {
+    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < k / 32; ++b) {
+        const float * xb = x + b * 32;
+        __m256 v[4];
+        __m256 amax = _mm256_setzero_ps();
+        for (int i = 0; i < 4; ++i) {
+            v[i] = _mm256_loadu_ps(xb + 8 * i);
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_bit, v[i]));
+        }
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        const float mx = _mm_cvtss_f32(m);
+        const __m256 inv = _mm256_set1_ps(mx != 0.0f ? 127.0f / mx : 0.0f);
+        __m256i n[4];
+        for (int i = 0; i < 4; ++i) {
+            n[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        // pack 32 int32 -> 32 int8 in order (packs interleave 128-bit lanes; permute restores it)
+        const __m256i p16a = _mm256_packs_epi32(n[0], n[1]), p16b = _mm256_packs_epi32(n[2], n[3]);
+        const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b),
+                                                       _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + b * 32), p8);
+        d[b] = _cvtsh_ss(_cvtss_sh(mx / 127.0f, 0));
+    }
+}
+
+#endif  // KAZEIA_X86
 
 ggml_tensor * gemv_q8_0(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool any_columns) {
 #ifdef KAZEIA_X86

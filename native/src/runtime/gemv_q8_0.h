@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "ggml.h"
+#include "runtime/gemm_int8.h"
 #include "runtime/gemv_q6_k.h"
 
 namespace kazeia {
@@ -32,7 +33,7 @@ inline ggml_tensor * columns_apart(ggml_context * ctx, ggml_tensor * w, ggml_ten
 }
 
 // w x through Kazeia's kernel for its type (q8_0, q6_K) when one applies and `cpu` (the stage computes
-// on the CPU backend), else ggml_mul_mat. `same_per_column`: the columns are separate sequences of a
+// on the CPU backend), else ggml_mul_mat. A prompt's many columns take the int8 GEMM. `same_per_column`: the columns are separate sequences of a
 // batch, and each must come out exactly as it would alone (one-column arithmetic for every column;
 // ggml's product is then applied column by column where no kernel of Kazeia's applies).
 // KAZEIA_GGML_PRODUCTS=1 in the environment uses ggml's everywhere (to measure the kernels against it).
@@ -40,7 +41,8 @@ inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     static const bool ggml_only = std::getenv("KAZEIA_GGML_PRODUCTS") != nullptr;
     const bool batch = same_per_column && x->ne[1] > 1;
     ggml_tensor * y = nullptr;
-    if (cpu && !ggml_only) {
+    if (cpu && !ggml_only && !batch && x->ne[1] >= k_gemm_min_columns) y = gemm_int8(ctx, w, x);
+    if (cpu && !ggml_only && !y) {
         y = w->type == GGML_TYPE_Q6_K ? (batch ? gemv_q6_k_columns(ctx, w, x) : gemv_q6_k(ctx, w, x))
                                       : gemv_q8_0(ctx, w, x, batch);
     }

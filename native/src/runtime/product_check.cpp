@@ -68,14 +68,18 @@ std::vector<std::vector<float>> compare_products(ggml_type type, int64_t rows, i
     return out;
 }
 
-double gemm_gflops_of(ggml_type type, int64_t rows, int64_t cols, int64_t n, int threads, int reps) {
-    std::vector<float> w(size_t(rows * cols), 0.01f), x(size_t(cols * n), 0.02f);
+double gemm_gflops_of(ggml_type type, int64_t rows, int64_t cols, int64_t n, int threads, int reps, bool kazeia) {
+    std::mt19937_64 gen(1);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> w(size_t(rows * cols)), x(size_t(cols * n));
+    for (float & v : w) v = normal(gen);
+    for (float & v : x) v = normal(gen);
     const cpu_weight wq(type, rows, cols, w.data());
     graph_runner runner(std::make_shared<thread_pool>(threads));
     ggml_context * g = runner.begin();
     ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, n);
     ggml_set_input(xt);
-    ggml_tensor * y = ggml_mul_mat(g, wq.t, xt);
+    ggml_tensor * y = kazeia ? product(g, wq.t, xt, true) : ggml_mul_mat(g, wq.t, xt);
     ggml_set_output(y);
     ggml_build_forward_expand(runner.graph(), y);
     runner.allocate();
@@ -129,8 +133,16 @@ product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t
     return {true, y[0], y[1]};
 }
 
-double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps) {
-    return gemm_gflops_of(type_from_name(type), rows, cols, n, threads, reps);
+product_pair check_gemm_int8(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    auto dequantised = [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) {
+        return ggml_mul_mat(c, ggml_cast(c, w, GGML_TYPE_F32), x);
+    };
+    auto y = compare_products(type_from_name(type), rows, cols, n, seed, 2, {ggml_mul_mat, gemm_int8, dequantised});
+    return {!y[1].empty(), y[0], y[1].empty() ? y[0] : y[1], y[2]};
+}
+
+double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps, bool kazeia) {
+    return gemm_gflops_of(type_from_name(type), rows, cols, n, threads, reps, kazeia);
 }
 
 }  // namespace kazeia
