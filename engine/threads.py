@@ -89,12 +89,14 @@ class ThreadPolicy:
 
     def restart(self) -> None:
         """Before a synthesis (and its prefill): the threads other processes have runnable right now
-        (/proc/stat procs_running, less this one) stand in until the first period has been measured."""
+        (/proc/stat procs_running, less this process's own runnable threads: right after a
+        synthesis its pool's workers are still spinning, and counting them as another process's
+        halved the next prompt's threads) stand in until the first period has been measured."""
         if not self.adaptive:
             return
-        running = _procs_running()
-        if running is not None:
-            self.others = float(min(len(self._cpus), max(0, running - 1)))
+        others = _others_runnable()
+        if others is not None:
+            self.others = float(min(len(self._cpus), others))
             self._apply()
         self._mark = (time.perf_counter(), _cpu_jiffies(self._cpus), _own_cpu_seconds())
 
@@ -128,6 +130,41 @@ def _procs_running() -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def _others_runnable(samples: int = 3, spacing: float = 0.001) -> int | None:
+    """Runnable threads of other processes: the least of a few readings, a millisecond apart, of
+    procs_running less this process's own runnable threads (the two are read one after the other,
+    spinning workers come and go between them, and a kernel thread's blip is not a busy process)."""
+    least = None
+    for i in range(samples):
+        if i:
+            time.sleep(spacing)
+        running = _procs_running()
+        if running is None:
+            return None
+        others = max(0, running - _own_runnable_threads())
+        least = others if least is None else min(least, others)
+    return least
+
+
+def _own_runnable_threads() -> int:
+    """This process's threads that are running or ready to run now (/proc/self/task/*/stat), the
+    calling one included; 1 where that cannot be read."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 1
+    n = 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:   # the thread ended meanwhile
+            continue
+        if stat[stat.rfind(")") + 2:].startswith("R"):   # the state follows the command name
+            n += 1
+    return max(1, n)
 
 
 def _own_cpu_seconds() -> float:

@@ -2,6 +2,8 @@
 while other processes hold cores (decided from /proc/stat, faked here)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from kazeia.engine import threads
@@ -25,6 +27,8 @@ class FakeMachine:
         monkeypatch.setattr(threads, "_cpu_jiffies", lambda cpus: (self.busy, 0))
         monkeypatch.setattr(threads, "_own_cpu_seconds", lambda: self.own)
         monkeypatch.setattr(threads, "_procs_running", lambda: self.running)
+        self.own_running = 1
+        monkeypatch.setattr(threads, "_own_runnable_threads", lambda: self.own_running)
 
     def advance(self, seconds, own_cores, other_cores):
         self.t += seconds
@@ -73,6 +77,40 @@ def test_policy_starts_a_request_from_what_runs_now(monkeypatch):
     machine.running = 1
     policy.restart()
     assert policy.active == 2
+    # right after a synthesis the pool's own workers still spin: runnable, but not another process's
+    machine.running, machine.own_running = 3, 3
+    policy.restart()
+    assert policy.active == 2
+    machine.running = 4   # and one thread of another process besides them
+    policy.restart()
+    assert policy.active == 1
+
+
+def test_this_process_counts_its_own_runnable_threads():
+    """The real count, from /proc: two busy threads of this process (numpy releases the GIL) are seen
+    as its own, so they never stand in for another process."""
+    import threading
+    import numpy as np
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("no /proc")
+    stop = threading.Event()
+
+    def spin():
+        a = np.ones((192, 192), np.float32)
+        while not stop.is_set():
+            a @ a
+
+    workers = [threading.Thread(target=spin) for _ in range(2)]
+    for w in workers:
+        w.start()
+    try:
+        seen = max(threads._own_runnable_threads() for _ in range(200))
+    finally:
+        stop.set()
+        for w in workers:
+            w.join()
+    assert seen >= 2
+    assert 1 <= threads._own_runnable_threads() <= len(os.listdir("/proc/self/task"))
 
 
 def test_a_fixed_policy_never_changes_the_pool(monkeypatch):
