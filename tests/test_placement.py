@@ -253,3 +253,20 @@ def test_prompt_gemm_matches_ggml_and_the_exact_product():
     # shapes it does not take (rows not a multiple of 32, another type) fall back, and say so
     assert not _native.compare_gemm_int8("q8_0", 33, 1024, 8)[0]
     assert not _native.compare_gemm_int8("q4_k", 64, 1024, 8)[0]
+
+
+def test_lanes_layout_matches_ggml_and_is_the_same_for_any_batch():
+    """On the CPU the talker's and code predictor's q8_0 matrices are rearranged at load so that 16
+    rows sit in a register's lanes (one instruction per 64 weights and a column). A column's result
+    must not depend on what shares its launch: the columns in one launch and each alone are equal
+    bit for bit, and both match ggml's q8_0 product up to the order of the float sums."""
+    for rows, cols, n in [(16, 64, 1), (48, 1024, 1), (64, 1024, 3), (1024, 3072, 1), (2048, 1024, 4),
+                          (3072, 1024, 8), (1024, 1024, 67)]:
+        applied, ggml, batch, alone = _native.compare_lanes(rows, cols, n, seed=rows + n)
+        if not applied:
+            pytest.skip("the lanes layout needs AVX-512 VNNI")
+        assert ggml.shape == batch.shape == alone.shape == (n, rows)
+        assert np.array_equal(batch, alone), (rows, cols, n)
+        assert np.abs(ggml - batch).max() <= 1e-5 * np.abs(ggml).max(), (rows, cols, n)
+    # a matrix it cannot take (rows not a multiple of 16) stays in the file's layout
+    assert not _native.compare_lanes(24, 1024, 2)[0]

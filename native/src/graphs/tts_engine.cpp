@@ -50,12 +50,19 @@ struct tts_engine::impl {
          const stage_placement & cp_p)
         : m(model_), hp(model_.hparams()), hidden(hp.talker.tfm.hidden), n_groups(hp.talker.n_code_groups),
           codec_vocab(hp.talker.codec_vocab), cp_vocab(hp.code_predictor.vocab), eos_id(hp.talker.codec_eos),
-          talker_layout(&model_, layout_for(talker_p)), cp_layout(&model_, layout_for(cp_p)),
+          talker_layout(&model_, with_lanes(layout_for(talker_p))), cp_layout(&model_, with_lanes(layout_for(cp_p))),
           talker(model_, talker_layout, talker_p, pool),
           // the codebook tables are read by both stages: the talker's when placed alike, else a copy
           cp(model_, cp_layout, cp_p, pool,
              talker_p == cp_p ? talker.codec_table() : cp_layout.table(required_tensor(model_, "talker.codec_embd.weight")),
              talker_p == cp_p ? talker.frame_tables() : own_tables(model_, cp_layout, hp.talker.n_code_groups)) {}
+
+    // every matrix of the talker and code predictor goes through `product`, which reads the lanes
+    // layout: on the CPU their q8_0 matrices are rearranged into it
+    static weight_layout with_lanes(weight_layout l) {
+        if (l.repack) l.lanes = cpu_lanes_layout().lanes;
+        return l;
+    }
 
     static std::vector<ggml_tensor *> own_tables(const model & m, weight_copies & layout, int n_groups) {
         std::vector<ggml_tensor *> t;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/gemv_common.h"
@@ -10,8 +12,7 @@ namespace kazeia {
 namespace {
 
 constexpr int64_t k_lanes = 16;            // weight rows per register
-constexpr int64_t k_tile_rows = 2 * k_lanes;
-constexpr int k_tile_columns = 6;          // columns per register tile: 2 x 6 int sums + 2 x 6 float sums
+constexpr int k_tile_columns = 6;   // columns per register tile: 2 x 6 int sums + 2 x 6 float sums
 
 struct block_q8 {   // ggml's block_q8_0
     uint16_t d;
@@ -110,16 +111,18 @@ void quantize_columns(const ggml_tensor * x, int64_t group, quantized_columns & 
     }
 }
 
-// A tile of 32 weight rows in lane order: for every 4 values, rows 0-15 then rows 16-31, 4 bytes each
-// (one 64-byte register apiece); scales [group][32 rows].
-struct tile_weights {
-    std::vector<uint8_t> rows;     // [32][k], row-major, as unpacked
-    std::vector<uint8_t> lanes;    // [k / 4][32][4]
-    std::vector<float> scale;      // [groups][32]
-    std::vector<float> row_scale;  // [32][groups], as unpacked
-};
+// A panel: 16 weight rows in lane order. Per scale group of G values: G / 4 registers of 64 bytes
+// (four values of each of the 16 rows), then the 16 rows' scales: fp16 in stored weights (a q8_0
+// panel is then exactly as large as its 16 rows were), f32 in a scratch tile.
+int64_t group_bytes(int64_t group, bool half_scales) {
+    return group / 4 * 64 + (half_scales ? 32 : 64);
+}
 
-using unpack_fn = void (*)(const void *, int64_t, uint8_t *, float *);
+struct panel_view {
+    const uint8_t * base;
+    int64_t group_bytes;
+    bool half_scales;
+};
 
 // 16 rows x 16 four-byte words -> 16 registers, word i of every row in register i (a 16 x 16
 // transpose of 32-bit elements: 4 x 4 within each 128-bit lane, then 4 x 4 lanes)
@@ -149,36 +152,59 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void transpose_16x16(const 
     }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
-void load_tile(const char * w, size_t row_bytes, int64_t k, int64_t groups, unpack_fn unpack, tile_weights & t) {
-    t.rows.resize(size_t(k_tile_rows * k));
-    t.lanes.resize(size_t(k_tile_rows * k));
-    t.scale.resize(size_t(groups * k_tile_rows));
-    t.row_scale.resize(size_t(groups * k_tile_rows));
-    for (int64_t r = 0; r < k_tile_rows; ++r) {
-        unpack(w + r * row_bytes, k, t.rows.data() + r * k, t.row_scale.data() + r * groups);
-    }
-    auto * lanes = reinterpret_cast<__m512i *>(t.lanes.data());
+// 16 rows of bytes [16][k] and their scales [16][groups] (uint16 fp16 or float) -> one panel at dst
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+void write_panel(const uint8_t * rows, int64_t k, int64_t group, const void * scales, bool half_scales, uint8_t * dst) {
+    const int64_t groups = k / group, quads = group / 4, gb = group_bytes(group, half_scales);
     for (int64_t q0 = 0; q0 < k / 4; q0 += 16) {
-        for (int half = 0; half < 2; ++half) {
-            __m512i out[16];
-            transpose_16x16(t.rows.data() + half * k_lanes * k + 4 * q0, k, out);
-            for (int i = 0; i < 16; ++i) _mm512_storeu_si512(lanes + 2 * (q0 + i) + half, out[i]);
+        __m512i out[16];
+        transpose_16x16(rows + 4 * q0, k, out);
+        for (int i = 0; i < 16; ++i) {
+            const int64_t q = q0 + i;
+            _mm512_storeu_si512(dst + (q / quads) * gb + (q % quads) * 64, out[i]);
         }
     }
+    const size_t scale_size = half_scales ? 2 : 4;
     for (int64_t g = 0; g < groups; ++g) {
-        for (int64_t r = 0; r < k_tile_rows; ++r) t.scale[size_t(g * k_tile_rows + r)] = t.row_scale[size_t(r * groups + g)];
+        for (int64_t r = 0; r < k_lanes; ++r) {
+            std::memcpy(dst + g * gb + quads * 64 + r * int64_t(scale_size),
+                        static_cast<const uint8_t *>(scales) + (r * groups + g) * int64_t(scale_size), scale_size);
+        }
     }
 }
 
-// y[c][r0 .. r0 + 32) for C columns from c0: per scale group, exact integer sums, then one scaled
-// float accumulation.
-template <int C>
+using unpack_fn = void (*)(const void *, int64_t, uint8_t *, float *);
+
+// Scratch panels for row-layout weights (two per 32-row tile), rearranged once per tile.
+struct scratch_tile {
+    std::vector<uint8_t> rows;     // [16][k], as unpacked
+    std::vector<float> scale;      // [16][groups], as unpacked
+    std::vector<uint8_t> panels;   // up to two panels
+};
+
+void load_tile(const char * w, size_t row_bytes, int64_t k, int64_t group, int n_panels, unpack_fn unpack,
+               scratch_tile & t, panel_view * views) {
+    const int64_t groups = k / group, gb = group_bytes(group, false);
+    t.rows.resize(size_t(k_lanes * k));
+    t.scale.resize(size_t(k_lanes * groups));
+    t.panels.resize(size_t(2 * groups * gb));
+    for (int p = 0; p < n_panels; ++p) {
+        for (int64_t r = 0; r < k_lanes; ++r) {
+            unpack(w + (p * k_lanes + r) * row_bytes, k, t.rows.data() + r * k, t.scale.data() + r * groups);
+        }
+        uint8_t * dst = t.panels.data() + p * groups * gb;
+        write_panel(t.rows.data(), k, group, t.scale.data(), false, dst);
+        views[p] = {dst, gb, false};
+    }
+}
+
+// y[c][r0 .. r0 + 16 P) for C columns from c0. A column's arithmetic does not depend on C, P or
+// which thread runs it: per scale group, exact integer sums, then one multiply-add in group order.
+template <int C, int P>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
-void tile_product(const tile_weights & t, const quantized_columns & x, int64_t k, int64_t group, int64_t c0, float * y,
-                  int64_t rows, int64_t r0) {
+void tile_product(const panel_view * panel, const quantized_columns & x, int64_t k, int64_t group, int64_t c0,
+                  float * y, int64_t rows, int64_t r0) {
     const int64_t groups = k / group, quads = group / 4;
-    const auto * lanes = reinterpret_cast<const __m512i *>(t.lanes.data());
     const int8_t * xq[C];
     const float * xd[C];
     const int32_t * xo[C];
@@ -187,51 +213,81 @@ void tile_product(const tile_weights & t, const quantized_columns & x, int64_t k
         xd[c] = x.d.data() + (c0 + c) * (k / 32);
         xo[c] = x.offset.data() + (c0 + c) * groups;
     }
-    __m512 acc[2][C];
-    for (int c = 0; c < C; ++c) acc[0][c] = acc[1][c] = _mm512_setzero_ps();
+    __m512 acc[P][C];
+    for (int p = 0; p < P; ++p) {
+        for (int c = 0; c < C; ++c) acc[p][c] = _mm512_setzero_ps();
+    }
     for (int64_t g = 0; g < groups; ++g) {
-        __m512i dot[2][C];
-        for (int c = 0; c < C; ++c) dot[0][c] = dot[1][c] = _mm512_setzero_si512();
+        const uint8_t * gp[P];
+        for (int p = 0; p < P; ++p) gp[p] = panel[p].base + g * panel[p].group_bytes;
+        __m512i dot[P][C];
+        for (int p = 0; p < P; ++p) {
+            for (int c = 0; c < C; ++c) dot[p][c] = _mm512_setzero_si512();
+        }
         for (int64_t i = 0; i < quads; ++i) {
-            const int64_t quad = g * quads + i;
-            const __m512i w0 = _mm512_loadu_si512(lanes + 2 * quad), w1 = _mm512_loadu_si512(lanes + 2 * quad + 1);
+            __m512i w[P];
+            for (int p = 0; p < P; ++p) w[p] = _mm512_loadu_si512(gp[p] + i * 64);
             for (int c = 0; c < C; ++c) {
                 int32_t four;
-                std::memcpy(&four, xq[c] + 4 * quad, 4);
+                std::memcpy(&four, xq[c] + 4 * (g * quads + i), 4);
                 const __m512i xb = _mm512_set1_epi32(four);
-                dot[0][c] = _mm512_dpbusd_epi32(dot[0][c], w0, xb);
-                dot[1][c] = _mm512_dpbusd_epi32(dot[1][c], w1, xb);
+                for (int p = 0; p < P; ++p) dot[p][c] = _mm512_dpbusd_epi32(dot[p][c], w[p], xb);
             }
         }
-        const __m512 s0 = _mm512_loadu_ps(t.scale.data() + g * k_tile_rows);
-        const __m512 s1 = _mm512_loadu_ps(t.scale.data() + g * k_tile_rows + k_lanes);
+        __m512 s[P];
+        for (int p = 0; p < P; ++p) {
+            const uint8_t * sp = gp[p] + quads * 64;
+            s[p] = panel[p].half_scales ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(sp)))
+                                        : _mm512_loadu_ps(reinterpret_cast<const float *>(sp));
+        }
         const int64_t block = g * group / 32;
         for (int c = 0; c < C; ++c) {
             const __m512i off = _mm512_set1_epi32(xo[c][g]);
             const __m512 xs = _mm512_set1_ps(xd[c][block]);
-            acc[0][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[0][c], off)), _mm512_mul_ps(s0, xs), acc[0][c]);
-            acc[1][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[1][c], off)), _mm512_mul_ps(s1, xs), acc[1][c]);
+            for (int p = 0; p < P; ++p) {
+                acc[p][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[p][c], off)), _mm512_mul_ps(s[p], xs),
+                                            acc[p][c]);
+            }
         }
     }
     for (int c = 0; c < C; ++c) {
-        _mm512_storeu_ps(y + (c0 + c) * rows + r0, acc[0][c]);
-        _mm512_storeu_ps(y + (c0 + c) * rows + r0 + k_lanes, acc[1][c]);
+        for (int p = 0; p < P; ++p) _mm512_storeu_ps(y + (c0 + c) * rows + r0 + p * k_lanes, acc[p][c]);
     }
 }
 
-template <int C>
-void tile_columns(const tile_weights & t, const quantized_columns & x, int64_t k, int64_t group, int64_t c0, int64_t n,
-                  float * y, int64_t rows, int64_t r0) {
+template <int C, int P>
+void tile_columns(const panel_view * panel, const quantized_columns & x, int64_t k, int64_t group, int64_t c0,
+                  int64_t n, float * y, int64_t rows, int64_t r0) {
     if constexpr (C > 1) {
-        if (n < C) return tile_columns<C - 1>(t, x, k, group, c0, n, y, rows, r0);
+        if (n < C) return tile_columns<C - 1, P>(panel, x, k, group, c0, n, y, rows, r0);
     }
-    tile_product<C>(t, x, k, group, c0, y, rows, r0);
+    tile_product<C, P>(panel, x, k, group, c0, y, rows, r0);
+}
+
+// Every column against one or two panels.
+void panels_product(const panel_view * panel, int n_panels, const quantized_columns & x, int64_t k, int64_t group,
+                    int64_t n, float * y, int64_t rows, int64_t r0) {
+    for (int64_t c = 0; c < n; c += k_tile_columns) {
+        const int64_t nc = std::min<int64_t>(k_tile_columns, n - c);
+        if (n_panels == 2) {
+            tile_columns<k_tile_columns, 2>(panel, x, k, group, c, nc, y, rows, r0);
+        } else {
+            tile_columns<k_tile_columns, 1>(panel, x, k, group, c, nc, y, rows, r0);
+        }
+    }
 }
 
 bool cpu_has_vnni512() {
     static const bool yes = cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     return yes;
+}
+
+// Each thread takes a contiguous run of panels (one linear stream), two at a time.
+void panel_range(int64_t rows, int ith, int nth, int64_t & p0, int64_t & p1) {
+    const int64_t panels = rows / k_lanes;
+    p0 = panels * ith / nth;
+    p1 = panels * (ith + 1) / nth;
 }
 
 void gemm_op(ggml_tensor * dst, int ith, int nth, void *) {
@@ -243,19 +299,40 @@ void gemm_op(ggml_tensor * dst, int ith, int nth, void *) {
     // every thread quantises the columns itself (a custom op has no barrier to share them): K x n
     // values, a few per cent of the product's work at n = 8 and less beyond
     thread_local quantized_columns xq;
-    thread_local tile_weights tile;
+    thread_local scratch_tile tile;
     quantize_columns(x, group, xq);
-    const int64_t tiles = rows / k_tile_rows, t0 = tiles * ith / nth, t1 = tiles * (ith + 1) / nth;
+    int64_t p0, p1;
+    panel_range(rows, ith, nth, p0, p1);
     float * y = static_cast<float *>(dst->data);
-    for (int64_t ti = t0; ti < t1; ++ti) {
-        const int64_t r0 = ti * k_tile_rows;
-        load_tile(static_cast<const char *>(w->data) + r0 * w->nb[1], w->nb[1], k, k / group,
-                  q6 ? unpack_q6_k : unpack_q8_0, tile);
-        for (int64_t c = 0; c < n; c += k_tile_columns) {
-            tile_columns<k_tile_columns>(tile, xq, k, group, c, std::min<int64_t>(k_tile_columns, n - c), y, rows, r0);
-        }
+    for (int64_t p = p0; p < p1; p += 2) {
+        const int np = int(std::min<int64_t>(2, p1 - p));
+        panel_view views[2];
+        load_tile(static_cast<const char *>(w->data) + p * k_lanes * w->nb[1], w->nb[1], k, group, np,
+                  q6 ? unpack_q6_k : unpack_q8_0, tile, views);
+        panels_product(views, np, xq, k, group, n, y, rows, p * k_lanes);
     }
 }
+
+void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * w = dst->src[0];
+    const ggml_tensor * x = dst->src[1];
+    const int64_t k = w->ne[0], rows = w->ne[1], n = x->ne[1];
+    thread_local quantized_columns xq;
+    quantize_columns(x, 32, xq);
+    const int64_t gb = group_bytes(32, true), panel_bytes = (k / 32) * gb;
+    const auto * base = static_cast<const uint8_t *>(w->data);
+    int64_t p0, p1;
+    panel_range(rows, ith, nth, p0, p1);
+    float * y = static_cast<float *>(dst->data);
+    for (int64_t p = p0; p < p1; p += 2) {
+        const int np = int(std::min<int64_t>(2, p1 - p));
+        const panel_view views[2] = {{base + p * panel_bytes, gb, true}, {base + (p + 1) * panel_bytes, gb, true}};
+        panels_product(views, np, xq, k, 32, n, y, rows, p * k_lanes);
+    }
+}
+
+std::mutex g_lanes_mutex;
+std::unordered_set<const void *> g_lanes;
 #endif  // KAZEIA_X86
 
 }  // namespace
@@ -271,8 +348,79 @@ bool gemm_int8_available() {
 ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 #ifdef KAZEIA_X86
     const int64_t block = w->type == GGML_TYPE_Q8_0 ? 32 : w->type == GGML_TYPE_Q6_K ? 256 : 0;
-    if (block == 0 || w->ne[1] % k_tile_rows != 0 || w->ne[0] % 64 != 0 || x->ne[1] < 2 || !gemm_int8_available()) return nullptr;
+    if (block == 0 || w->ne[1] % k_lanes != 0 || w->ne[0] % 64 != 0 || x->ne[1] < 2 || !gemm_int8_available() ||
+        is_lanes(w)) {
+        return nullptr;
+    }
     return one_column_op(ctx, w, x, w->type, block, gemm_op, /*any_columns=*/true);
+#else
+    (void)ctx, (void)w, (void)x;
+    return nullptr;
+#endif
+}
+
+bool lanes_eligible(const ggml_tensor * w) {
+    return w && w->type == GGML_TYPE_Q8_0 && ggml_n_dims(w) == 2 && w->ne[1] % k_lanes == 0 && w->ne[0] % 64 == 0 &&
+           ggml_is_contiguous(w) && gemm_int8_available();
+}
+
+void lanes_pack_q8_0(const void * src, void * dst, int64_t k, int64_t rows) {
+#ifdef KAZEIA_X86
+    const int64_t nb = k / 32;
+    const size_t row_bytes = size_t(nb) * sizeof(block_q8), panel_bytes = k_lanes * row_bytes;
+    std::vector<uint8_t> raw(panel_bytes), values(size_t(k_lanes * k));
+    std::vector<uint16_t> scales(size_t(k_lanes * nb));
+    for (int64_t p = 0; p < rows / k_lanes; ++p) {
+        std::memcpy(raw.data(), static_cast<const uint8_t *>(src) + p * panel_bytes, panel_bytes);   // dst may be src
+        for (int64_t r = 0; r < k_lanes; ++r) {
+            for (int64_t b = 0; b < nb; ++b) {
+                block_q8 blk;
+                std::memcpy(&blk, raw.data() + r * row_bytes + b * sizeof(block_q8), sizeof blk);
+                scales[size_t(r * nb + b)] = blk.d;
+                for (int i = 0; i < 32; ++i) values[size_t(r * k + 32 * b + i)] = uint8_t(blk.qs[i]) ^ 0x80;
+            }
+        }
+        write_panel(values.data(), k, 32, scales.data(), true, static_cast<uint8_t *>(dst) + p * panel_bytes);
+    }
+#else
+    (void)src, (void)dst, (void)k, (void)rows;
+#endif
+}
+
+void mark_lanes(const ggml_tensor * w) {
+#ifdef KAZEIA_X86
+    std::lock_guard<std::mutex> lock(g_lanes_mutex);
+    g_lanes.insert(w->data);
+#else
+    (void)w;
+#endif
+}
+
+void unmark_lanes(const ggml_tensor * w) {
+#ifdef KAZEIA_X86
+    std::lock_guard<std::mutex> lock(g_lanes_mutex);
+    g_lanes.erase(w->data);
+#else
+    (void)w;
+#endif
+}
+
+bool is_lanes(const ggml_tensor * w) {
+#ifdef KAZEIA_X86
+    if (!w || !w->data || w->type != GGML_TYPE_Q8_0) return false;
+    std::lock_guard<std::mutex> lock(g_lanes_mutex);
+    return g_lanes.count(w->data) != 0;
+#else
+    (void)w;
+    return false;
+#endif
+}
+
+ggml_tensor * lanes_product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+#ifdef KAZEIA_X86
+    if (!is_lanes(w)) return nullptr;
+    if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
+    return one_column_op(ctx, w, x, GGML_TYPE_Q8_0, 32, lanes_op, /*any_columns=*/true);
 #else
     (void)ctx, (void)w, (void)x;
     return nullptr;

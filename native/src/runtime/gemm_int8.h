@@ -1,14 +1,18 @@
-// Many-column products for q8_0 and q6_K weights (a prompt's rows: the talker's prefill) with
-// AVX-512 VNNI. ggml's q8_0 GEMM reaches about 220 GFLOP/s on two cores here and its q6_K one
-// about 120, so a 67-row prompt costs a third of a second before the first frame.
+// Products with int8 weights in register lanes (AVX-512 VNNI): 16 weight rows sit in the 16 lanes
+// of a register, four values each, so one vpdpbusd multiplies 64 weights by four values of a
+// column broadcast to every lane. Integer sums are exact per scale group (32 values for q8_0, 16
+// for q6_K); the weights are stored as w + 128 (unsigned), whose extra 128 x (the column's group
+// sum) comes off exactly, and each group is scaled into float accumulators once, in group order.
+// A column's result is therefore the same whatever other columns share the launch: the talker's
+// and code predictor's steps, batches of sequences and a prompt's rows all use one arithmetic.
 //
-// The kernel puts 16 weight rows in the lanes of a register: each tile of 32 rows is unpacked once
-// to bytes (w + 128, unsigned) in lane order, then every group of columns runs over it with one
-// vpdpbusd per 4 weights x 16 rows against a broadcast of 4 column values (signed q8_0, quantised
-// as ggml quantises q8_0). Integer sums are exact per scale group (32 values for q8_0, 16 for
-// q6_K); the +128 comes off through the column's group sums, and each group is scaled into float
-// accumulators once. The columns are independent of one another, but the float sums are taken in
-// another order than the one-column kernels': a batch of separate sequences never comes here.
+// Two ways in:
+// - `lanes` weights: q8_0 matrices rearranged once at load (same size: per 16 rows and 32 values,
+//   512 bytes of values and 16 fp16 scales). A one-column step then costs about one instruction per
+//   64 weights where the row-by-row kernels need six per 32, so the steps become bound by memory.
+// - row-layout q8_0 and q6_K weights with many columns (a prompt's rows, when a weight was not
+//   rearranged): each tile of 32 rows is rearranged into a scratch buffer once and used by every
+//   column (ggml's q8_0 GEMM reaches about 220 GFLOP/s on two cores here, its q6_K one about 120).
 #pragma once
 
 #include <cstdint>
@@ -17,15 +21,27 @@
 
 namespace kazeia {
 
-// From this many columns on, the prompt's products take the kernel (fewer: the one-column kernels,
-// which read each weight block once per four columns, are as fast).
+// From this many columns on, a row-layout weight's products take the GEMM (fewer: the one-column
+// kernels, which read each weight block once per four columns, are as fast).
 constexpr int64_t k_gemm_min_columns = 8;
 
-// w: q8_0 or q6_K [K, N] (ggml order), x: f32 [K, n] -> f32 [N, n]; nullptr when the kernel does not
-// apply (another type, N not a multiple of 32, K not a multiple of 64 or not whole blocks, x not 2-D contiguous, a CPU
-// without AVX-512 VNNI): use another product.
+bool gemm_int8_available();
+
+// w (row layout): q8_0 or q6_K [K, N], x: f32 [K, n] -> f32 [N, n]; nullptr when it does not apply
+// (another type, N not a multiple of 16, K not a multiple of 64 or not whole blocks, x not 2-D
+// contiguous, a CPU without AVX-512 VNNI): use another product.
 ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
-bool gemm_int8_available();
+// Weights in the lanes layout: which q8_0 matrices can be rearranged on this CPU, the
+// rearrangement (src and dst may be the same memory), and a registry of the tensors holding it
+// (by data address), which no other product may read.
+bool lanes_eligible(const ggml_tensor * w);
+void lanes_pack_q8_0(const void * src, void * dst, int64_t k, int64_t rows);
+void mark_lanes(const ggml_tensor * w);
+void unmark_lanes(const ggml_tensor * w);
+bool is_lanes(const ggml_tensor * w);
+
+// w (lanes, marked): [K, N], x: f32 [K, n] (any n) -> f32 [N, n].
+ggml_tensor * lanes_product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
 }  // namespace kazeia

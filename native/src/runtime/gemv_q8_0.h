@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "ggml.h"
 #include "runtime/gemm_int8.h"
@@ -39,6 +41,11 @@ inline ggml_tensor * columns_apart(ggml_context * ctx, ggml_tensor * w, ggml_ten
 // KAZEIA_GGML_PRODUCTS=1 in the environment uses ggml's everywhere (to measure the kernels against it).
 inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool cpu, bool same_per_column = false) {
     static const bool ggml_only = std::getenv("KAZEIA_GGML_PRODUCTS") != nullptr;
+    if (is_lanes(w)) {   // rearranged at load: no other product can read it (and none is needed)
+        ggml_tensor * y = lanes_product(ctx, w, x);
+        if (!y) throw std::logic_error(std::string("no product reads ") + w->name + " in its lanes layout");
+        return y;
+    }
     const bool batch = same_per_column && x->ne[1] > 1;
     ggml_tensor * y = nullptr;
     if (cpu && !ggml_only && !batch && x->ne[1] >= k_gemm_min_columns) y = gemm_int8(ctx, w, x);

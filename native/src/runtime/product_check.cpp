@@ -79,7 +79,8 @@ double gemm_gflops_of(ggml_type type, int64_t rows, int64_t cols, int64_t n, int
     ggml_context * g = runner.begin();
     ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, n);
     ggml_set_input(xt);
-    ggml_tensor * y = kazeia ? product(g, wq.t, xt, true) : ggml_mul_mat(g, wq.t, xt);
+    weight_copies lanes(nullptr, cpu_lanes_layout());   // the layout the talker and code predictor get
+    ggml_tensor * y = kazeia ? product(g, lanes(wq.t), xt, true) : ggml_mul_mat(g, wq.t, xt);
     ggml_set_output(y);
     ggml_build_forward_expand(runner.graph(), y);
     runner.allocate();
@@ -139,6 +140,27 @@ product_pair check_gemm_int8(const std::string & type, int64_t rows, int64_t col
     };
     auto y = compare_products(type_from_name(type), rows, cols, n, seed, 2, {ggml_mul_mat, gemm_int8, dequantised});
     return {!y[1].empty(), y[0], y[1].empty() ? y[0] : y[1], y[2]};
+}
+
+product_pair check_lanes(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    weight_copies layout(nullptr, cpu_lanes_layout());
+    bool made = false;
+    auto batch = [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) {
+        ggml_tensor * l = layout(w);
+        made = is_lanes(l);
+        return product(c, l, x, true, true);
+    };
+    auto alone = [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) {
+        ggml_tensor * l = layout(w);
+        ggml_tensor * y = nullptr;
+        for (int64_t i = 0; i < x->ne[1]; ++i) {
+            ggml_tensor * yi = product(c, l, ggml_view_2d(c, x, x->ne[0], 1, x->nb[1], i * x->nb[1]), true);
+            y = y ? ggml_concat(c, y, yi, 1) : yi;
+        }
+        return y;
+    };
+    auto y = compare_products(GGML_TYPE_Q8_0, rows, cols, n, seed, 2, {ggml_mul_mat, batch, alone});
+    return {made, y[0], y[1], y[2]};
 }
 
 double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps, bool kazeia) {

@@ -1,10 +1,12 @@
 #include "runtime/weight_copies.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
 #include "ggml-cpu.h"
+#include "runtime/gemm_int8.h"
 #include "kazeia/model.h"
 
 namespace kazeia {
@@ -29,6 +31,13 @@ bool repackable(const ggml_tensor * t) {
 }  // namespace
 
 weight_layout cpu_repack_layout() { return {cpu_repack_buffer_type(), true}; }
+
+weight_layout cpu_lanes_layout() {
+    weight_layout l = cpu_repack_layout();
+    l.lanes = gemm_int8_available() && std::getenv("KAZEIA_GGML_PRODUCTS") == nullptr &&
+              std::getenv("KAZEIA_NO_LANES") == nullptr;
+    return l;
+}
 
 std::vector<ggml_backend_buffer_type_t> device_buffer_types(ggml_backend_dev_t dev) {
     std::vector<ggml_backend_buffer_type_t> out;
@@ -72,11 +81,27 @@ weight_copies::weight_copies(const model * m, weight_layout layout) : m_(m), lay
 }
 
 weight_copies::~weight_copies() {
+    for (ggml_tensor * t : lanes_) unmark_lanes(t);
     for (ggml_backend_buffer_t b : buffers_) ggml_backend_buffer_free(b);
     if (ctx_) ggml_free(ctx_);
 }
 
 ggml_tensor * weight_copies::operator()(ggml_tensor * t) {
+    if (layout_.lanes && lanes_eligible(t) && ggml_backend_buffer_is_host(t->buffer) && buffers_.size() < k_max_tensors) {
+        ggml_tensor * copy = ggml_dup_tensor(ctx_, t);
+        ggml_set_name(copy, t->name);
+        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), ggml_nbytes(t));
+        if (buf && ggml_backend_tensor_alloc(buf, copy, ggml_backend_buffer_get_base(buf)) == GGML_STATUS_SUCCESS) {
+            ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+            lanes_pack_q8_0(t->data, copy->data, t->ne[0], t->ne[1]);
+            buffers_.push_back(buf);
+            mark_lanes(copy);
+            lanes_.push_back(copy);
+            if (m_) m_->release_pages(t);
+            return copy;
+        }
+        if (buf) ggml_backend_buffer_free(buf);   // no memory for it: the file's layout still works
+    }
     if (!layout_.buft || !t || (layout_.repack && !repackable(t)) || buffers_.size() >= k_max_tensors) return t;
     if (layout_.device_checked) {
         // ggml_backend_sched aborts on a weight in device memory that its device does not

@@ -1,6 +1,7 @@
 // Copies of a model's weights in another buffer type, made once per network, with the file's pages
-// let go. Three uses: ggml's interleaved CPU layout (CPU_REPACK: on x86 with AVX2, q4_K matrices
-// whose row count is a multiple of 8 multiply faster from it), placement `accel-weights` (every
+// let go. Four uses: ggml's interleaved CPU layout (CPU_REPACK: on x86 with AVX2, q4_K matrices
+// whose row count is a multiple of 8 multiply faster from it), Kazeia's lanes layout for q8_0
+// matrices (AVX-512 VNNI), placement `accel-weights` (every
 // weight in an accelerator's host-visible buffer, computed on by the CPU) and `accel-sched` (every
 // weight in the accelerator's own memory).
 #pragma once
@@ -22,9 +23,15 @@ struct weight_layout {
     // type it has no use for) stays in CPU memory, where ggml's scheduler runs its ops on the CPU
     // and the launch report names them, instead of aborting the process on first use
     bool device_checked = false;
+    // q8_0 matrices rearranged into Kazeia's lanes layout (runtime/gemm_int8.h), which only
+    // `product` reads: for stages whose every matrix goes through it (the talker, the code predictor)
+    bool lanes = false;
 };
 
 weight_layout cpu_repack_layout();
+// The same with q8_0 matrices in the lanes layout where this CPU has the kernel for it (not when
+// KAZEIA_GGML_PRODUCTS asks for ggml's products, nor with KAZEIA_NO_LANES, to measure against).
+weight_layout cpu_lanes_layout();
 // Every weight into the host-visible buffer type named `name` (a device's own, host or extra buffer
 // type: placement accel-weights); throws std::invalid_argument naming the types ggml has when there
 // is none of that name, or when the CPU cannot read it.
@@ -59,6 +66,7 @@ private:
     ggml_context * ctx_ = nullptr;
     std::vector<ggml_backend_buffer_t> buffers_;
     std::vector<std::string> kept_;
+    std::vector<ggml_tensor *> lanes_;   // unmarked before their memory goes
 };
 
 }  // namespace kazeia
