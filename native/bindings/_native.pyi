@@ -217,9 +217,9 @@ def compare_gemv_q8_0(rows: typing.SupportsInt | typing.SupportsIndex, cols: typ
     """
     W x for a random q8_0 W through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml, ours)
     """
-def compare_lanes(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
+def compare_lanes(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
-    W x for a random q8_0 W in the lanes layout the talker and code predictor use: (applied?, ggml [n, rows], all n columns in one launch [n, rows], each column alone [n, rows])
+    W x for a random q8_0 or q6_K W in the lanes layout the talker and code predictor use: (applied?, ggml [n, rows], all n columns in one launch [n, rows], each column alone [n, rows])
     """
 def compare_repacked_matmul(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """

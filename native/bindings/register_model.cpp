@@ -232,15 +232,15 @@ void register_model(py::module_ & m) {
     }, "W x for a random q8_0 or q6_K W and x of n columns (a prompt) through ggml_mul_mat and Kazeia's int8 "
        "GEMM, and the dequantised W times x in f32: (applied?, ggml [n, rows], ours [n, rows], exact [n, rows])", py::arg("type"), py::arg("rows"), py::arg("cols"),
        py::arg("n"), py::arg("seed") = 0);
-    m.def("compare_lanes", [as_array](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    m.def("compare_lanes", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;
         {
             py::gil_scoped_release release;
-            p = check_lanes(rows, cols, n, seed);
+            p = check_lanes(type, rows, cols, n, seed);
         }
         return py::make_tuple(p.applied, as_array(p.ggml, n), as_array(p.theirs, n), as_array(p.exact, n));
-    }, "W x for a random q8_0 W in the lanes layout the talker and code predictor use: (applied?, ggml [n, rows], "
-       "all n columns in one launch [n, rows], each column alone [n, rows])", py::arg("rows"), py::arg("cols"),
+    }, "W x for a random q8_0 or q6_K W in the lanes layout the talker and code predictor use: (applied?, ggml "
+       "[n, rows], all n columns in one launch [n, rows], each column alone [n, rows])", py::arg("type"), py::arg("rows"), py::arg("cols"),
        py::arg("n"), py::arg("seed") = 0);
     m.def("compare_batch_columns", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;

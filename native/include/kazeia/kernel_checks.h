@@ -23,9 +23,9 @@ product_pair check_gemv_q6_k(int64_t rows, int64_t cols, int64_t n, uint64_t see
 product_pair check_repacked_matmul(int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 // q8_0 or q6_K, n columns (a prompt): ggml_mul_mat and Kazeia's int8 GEMM (applied: the CPU has it).
 product_pair check_gemm_int8(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
-// q8_0 in the lanes layout (applied: this CPU has it): ggml_mul_mat (`ggml`), the n columns in one
-// launch (`theirs`) and each column alone (`exact`); the last two must be equal.
-product_pair check_lanes(int64_t rows, int64_t cols, int64_t n, uint64_t seed);
+// q8_0 or q6_K in the lanes layout (applied: this CPU has it): ggml_mul_mat (`ggml`), the n columns
+// in one launch (`theirs`) and each column alone (`exact`); the last two must be equal.
+product_pair check_lanes(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 // any type: the n columns as a batch (`ggml`) and each column alone (`theirs`); they must be equal.
 product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 

@@ -44,10 +44,12 @@ __attribute__((target("avx2,fma,f16c"))) void unpack_q8_0(const void * src, int6
     }
 }
 
-// q6_K values are 6-bit q with w = q - 32, so w + 128 = q + 96 (the order is ggml's dequantisation's)
-__attribute__((target("avx2,fma,f16c"))) void unpack_q6_k(const void * src, int64_t k, uint8_t * out, float * scale) {
+// q6_K values are 6-bit q with w = q - 32: stored as q + `offset` (96 gives w + 128; the order is
+// ggml's dequantisation's)
+__attribute__((target("avx2,fma,f16c"))) void unpack_q6_k_values(const void * src, int64_t k, uint8_t * out, float * scale,
+                                                                  int8_t offset) {
     const auto * row = static_cast<const block_q6k *>(src);
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03), off = _mm256_set1_epi8(96);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03), off = _mm256_set1_epi8(offset);
     for (int64_t b = 0; b < k / 256; ++b) {
         const block_q6k & blk = row[b];
         const float d = fp16(blk.d);
@@ -73,16 +75,21 @@ __attribute__((target("avx2,fma,f16c"))) void unpack_q6_k(const void * src, int6
     }
 }
 
+void unpack_q6_k(const void * src, int64_t k, uint8_t * out, float * scale) {
+    unpack_q6_k_values(src, k, out, scale, 96);
+}
+
 // The columns quantised once per launch and thread: q8_0 values, their scales (one per 32) and,
-// per scale group of the weights, 128 x the sum of the values (what the unsigned weights add).
+// per scale group of the weights, `bias` x the sum of the values: what weights stored unsigned
+// (w + bias) add to each integer sum.
 struct quantized_columns {
     std::vector<int8_t> q;
     std::vector<float> d;
     std::vector<int32_t> offset;
 };
 
-// 128 x the sum of each group of 16 or 32 values (as unsigned bytes q + 128, summed by vpsadbw)
-__attribute__((target("avx2"))) void group_sums(const int8_t * q, int64_t k, int64_t group, int32_t * out) {
+// bias x the sum of each group of 16 or 32 values (as unsigned bytes q + 128, summed by vpsadbw)
+__attribute__((target("avx2"))) void group_sums(const int8_t * q, int64_t k, int64_t group, int32_t bias, int32_t * out) {
     const __m256i flip = _mm256_set1_epi8(char(0x80));
     for (int64_t i = 0; i < k; i += 32) {
         const __m256i u = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + i)), flip);
@@ -90,15 +97,15 @@ __attribute__((target("avx2"))) void group_sums(const int8_t * q, int64_t k, int
         const int64_t s0 = _mm256_extract_epi64(s, 0), s1 = _mm256_extract_epi64(s, 1);
         const int64_t s2 = _mm256_extract_epi64(s, 2), s3 = _mm256_extract_epi64(s, 3);
         if (group == 32) {
-            out[i / 32] = int32_t(128 * (s0 + s1 + s2 + s3 - 32 * 128));
+            out[i / 32] = int32_t(bias * (s0 + s1 + s2 + s3 - 32 * 128));
         } else {
-            out[i / 16] = int32_t(128 * (s0 + s1 - 16 * 128));
-            out[i / 16 + 1] = int32_t(128 * (s2 + s3 - 16 * 128));
+            out[i / 16] = int32_t(bias * (s0 + s1 - 16 * 128));
+            out[i / 16 + 1] = int32_t(bias * (s2 + s3 - 16 * 128));
         }
     }
 }
 
-void quantize_columns(const ggml_tensor * x, int64_t group, quantized_columns & out) {
+void quantize_columns(const ggml_tensor * x, int64_t group, int32_t bias, quantized_columns & out) {
     const int64_t k = x->ne[0], n = x->ne[1], groups = k / group;
     out.q.resize(size_t(k * n));
     out.d.resize(size_t(k / 32 * n));
@@ -107,7 +114,7 @@ void quantize_columns(const ggml_tensor * x, int64_t group, quantized_columns & 
         int8_t * q = out.q.data() + c * k;
         quantize_q8_0_column(reinterpret_cast<const float *>(static_cast<const char *>(x->data) + c * x->nb[1]), k, q,
                              out.d.data() + c * (k / 32));
-        group_sums(q, k, group, out.offset.data() + c * groups);
+        group_sums(q, k, group, bias, out.offset.data() + c * groups);
     }
 }
 
@@ -220,9 +227,14 @@ void tile_product(const panel_view * panel, const quantized_columns & x, int64_t
     for (int64_t g = 0; g < groups; ++g) {
         const uint8_t * gp[P];
         for (int p = 0; p < P; ++p) gp[p] = panel[p].base + g * panel[p].group_bytes;
-        __m512i dot[P][C];
+        // few columns: two integer sums per column and panel, so that more multiply-adds are in
+        // flight (integers: the split does not change the result)
+        constexpr int S = C * P <= 4 ? 2 : 1;
+        __m512i dot[P][C], part[P][C][S];
         for (int p = 0; p < P; ++p) {
-            for (int c = 0; c < C; ++c) dot[p][c] = _mm512_setzero_si512();
+            for (int c = 0; c < C; ++c) {
+                for (int h = 0; h < S; ++h) part[p][c][h] = _mm512_setzero_si512();
+            }
         }
         for (int64_t i = 0; i < quads; ++i) {
             __m512i w[P];
@@ -231,8 +243,11 @@ void tile_product(const panel_view * panel, const quantized_columns & x, int64_t
                 int32_t four;
                 std::memcpy(&four, xq[c] + 4 * (g * quads + i), 4);
                 const __m512i xb = _mm512_set1_epi32(four);
-                for (int p = 0; p < P; ++p) dot[p][c] = _mm512_dpbusd_epi32(dot[p][c], w[p], xb);
+                for (int p = 0; p < P; ++p) part[p][c][i % S] = _mm512_dpbusd_epi32(part[p][c][i % S], w[p], xb);
             }
+        }
+        for (int p = 0; p < P; ++p) {
+            for (int c = 0; c < C; ++c) dot[p][c] = S == 2 ? _mm512_add_epi32(part[p][c][0], part[p][c][S - 1]) : part[p][c][0];
         }
         __m512 s[P];
         for (int p = 0; p < P; ++p) {
@@ -277,6 +292,137 @@ void panels_product(const panel_view * panel, int n_panels, const quantized_colu
     }
 }
 
+// q6_K in lanes: per 16 rows and super-block of 256 values, the rows' fp16 d (32 bytes), then per
+// group of 16 values: the four value registers' low nibbles two to a byte (128 bytes), their high
+// bits four to a byte (64 bytes) and the rows' int8 group scales (16 bytes): 3360 bytes, exactly
+// the 16 rows' q6_K blocks. Values are q = w + 32 (unsigned); 32 x the column's group sum comes off.
+constexpr int64_t k_q6_group_bytes = 208, k_q6_super_bytes = 32 + 16 * k_q6_group_bytes;
+
+template <int C, int P>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+void tile_product_q6(const uint8_t * const * panel, const quantized_columns & x, int64_t k, int64_t c0, float * y,
+                     int64_t rows, int64_t r0) {
+    const int64_t groups = k / 16;
+    const int8_t * xq[C];
+    const float * xd[C];
+    const int32_t * xo[C];
+    for (int c = 0; c < C; ++c) {
+        xq[c] = x.q.data() + (c0 + c) * k;
+        xd[c] = x.d.data() + (c0 + c) * (k / 32);
+        xo[c] = x.offset.data() + (c0 + c) * groups;
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    __m512 acc[P][C];
+    for (int p = 0; p < P; ++p) {
+        for (int c = 0; c < C; ++c) acc[p][c] = _mm512_setzero_ps();
+    }
+    for (int64_t sb = 0; sb < k / 256; ++sb) {
+        __m512 d[P];
+        for (int p = 0; p < P; ++p) {
+            d[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(panel[p] + sb * k_q6_super_bytes)));
+        }
+        for (int64_t t = 0; t < 16; ++t) {
+            const int64_t g = sb * 16 + t;
+            __m512i q[P][4];
+            __m512 s[P];
+            for (int p = 0; p < P; ++p) {
+                const uint8_t * gp = panel[p] + sb * k_q6_super_bytes + 32 + t * k_q6_group_bytes;
+                const __m512i l0 = _mm512_loadu_si512(gp), l1 = _mm512_loadu_si512(gp + 64), h = _mm512_loadu_si512(gp + 128);
+                q[p][0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+                q[p][1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+                                          _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+                q[p][2] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(h, m30));
+                q[p][3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                                          _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+                const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(gp + 192));
+                s[p] = _mm512_mul_ps(d[p], _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)));
+            }
+            constexpr int S = C * P <= 4 ? 2 : 1;   // as in tile_product
+            __m512i dot[P][C], part[P][C][S];
+            for (int p = 0; p < P; ++p) {
+                for (int c = 0; c < C; ++c) {
+                    for (int h = 0; h < S; ++h) part[p][c][h] = _mm512_setzero_si512();
+                }
+            }
+            for (int j = 0; j < 4; ++j) {
+                for (int c = 0; c < C; ++c) {
+                    int32_t four;
+                    std::memcpy(&four, xq[c] + 16 * g + 4 * j, 4);
+                    const __m512i xb = _mm512_set1_epi32(four);
+                    for (int p = 0; p < P; ++p) part[p][c][j % S] = _mm512_dpbusd_epi32(part[p][c][j % S], q[p][j], xb);
+                }
+            }
+            for (int p = 0; p < P; ++p) {
+                for (int c = 0; c < C; ++c) {
+                    dot[p][c] = S == 2 ? _mm512_add_epi32(part[p][c][0], part[p][c][S - 1]) : part[p][c][0];
+                }
+            }
+            for (int c = 0; c < C; ++c) {
+                const __m512i off = _mm512_set1_epi32(xo[c][g]);
+                const __m512 xs = _mm512_set1_ps(xd[c][g / 2]);
+                for (int p = 0; p < P; ++p) {
+                    acc[p][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[p][c], off)),
+                                                _mm512_mul_ps(s[p], xs), acc[p][c]);
+                }
+            }
+        }
+    }
+    for (int c = 0; c < C; ++c) {
+        for (int p = 0; p < P; ++p) _mm512_storeu_ps(y + (c0 + c) * rows + r0 + p * k_lanes, acc[p][c]);
+    }
+}
+
+template <int C, int P>
+void tile_columns_q6(const uint8_t * const * panel, const quantized_columns & x, int64_t k, int64_t c0, int64_t n,
+                     float * y, int64_t rows, int64_t r0) {
+    if constexpr (C > 1) {
+        if (n < C) return tile_columns_q6<C - 1, P>(panel, x, k, c0, n, y, rows, r0);
+    }
+    tile_product_q6<C, P>(panel, x, k, c0, y, rows, r0);
+}
+
+// 16 rows of q6_K -> one lanes panel at dst (dst may be the rows' own memory)
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+void pack_q6_k_panel(const uint8_t * src, int64_t k, uint8_t * dst, std::vector<uint8_t> & raw, std::vector<uint8_t> & values,
+                     std::vector<float> & unused_scales) {
+    const int64_t nb = k / 256;
+    const size_t row_bytes = size_t(nb) * sizeof(block_q6k);
+    raw.assign(src, src + k_lanes * row_bytes);
+    values.resize(size_t(k_lanes * k));
+    unused_scales.resize(size_t(k / 16));
+    for (int64_t r = 0; r < k_lanes; ++r) {
+        unpack_q6_k_values(raw.data() + r * row_bytes, k, values.data() + r * k, unused_scales.data(), 0);
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03);
+    for (int64_t sb = 0; sb < nb; ++sb) {
+        uint8_t * out = dst + sb * k_q6_super_bytes;
+        for (int64_t r = 0; r < k_lanes; ++r) {
+            block_q6k blk;
+            std::memcpy(&blk, raw.data() + r * row_bytes + sb * sizeof(block_q6k), sizeof blk);
+            std::memcpy(out + 2 * r, &blk.d, 2);
+            for (int t = 0; t < 16; ++t) out[32 + t * k_q6_group_bytes + 192 + r] = uint8_t(blk.scales[t]);
+        }
+        for (int chunk = 0; chunk < 4; ++chunk) {   // 64 values: four groups
+            __m512i v[16];
+            transpose_16x16(values.data() + sb * 256 + chunk * 64, k, v);
+            for (int u = 0; u < 4; ++u) {
+                const __m512i * qv = v + 4 * u;
+                uint8_t * gp = out + 32 + (chunk * 4 + u) * k_q6_group_bytes;
+                __m512i lo[4], hi[4];
+                for (int j = 0; j < 4; ++j) {
+                    lo[j] = _mm512_and_si512(qv[j], m4);
+                    hi[j] = _mm512_and_si512(_mm512_srli_epi16(qv[j], 4), m3);
+                }
+                _mm512_storeu_si512(gp, _mm512_or_si512(lo[0], _mm512_slli_epi16(lo[1], 4)));
+                _mm512_storeu_si512(gp + 64, _mm512_or_si512(lo[2], _mm512_slli_epi16(lo[3], 4)));
+                _mm512_storeu_si512(gp + 128, _mm512_or_si512(_mm512_or_si512(hi[0], _mm512_slli_epi16(hi[1], 2)),
+                                                              _mm512_or_si512(_mm512_slli_epi16(hi[2], 4),
+                                                                              _mm512_slli_epi16(hi[3], 6))));
+            }
+        }
+    }
+}
+
 bool cpu_has_vnni512() {
     static const bool yes = cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
@@ -300,7 +446,7 @@ void gemm_op(ggml_tensor * dst, int ith, int nth, void *) {
     // values, a few per cent of the product's work at n = 8 and less beyond
     thread_local quantized_columns xq;
     thread_local scratch_tile tile;
-    quantize_columns(x, group, xq);
+    quantize_columns(x, group, 128, xq);
     int64_t p0, p1;
     panel_range(rows, ith, nth, p0, p1);
     float * y = static_cast<float *>(dst->data);
@@ -317,17 +463,31 @@ void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * w = dst->src[0];
     const ggml_tensor * x = dst->src[1];
     const int64_t k = w->ne[0], rows = w->ne[1], n = x->ne[1];
+    const bool q6 = w->type == GGML_TYPE_Q6_K;
     thread_local quantized_columns xq;
-    quantize_columns(x, 32, xq);
-    const int64_t gb = group_bytes(32, true), panel_bytes = (k / 32) * gb;
+    quantize_columns(x, q6 ? 16 : 32, q6 ? 32 : 128, xq);
+    const int64_t gb = group_bytes(32, true);
+    const int64_t panel_bytes = q6 ? (k / 256) * k_q6_super_bytes : (k / 32) * gb;
     const auto * base = static_cast<const uint8_t *>(w->data);
     int64_t p0, p1;
     panel_range(rows, ith, nth, p0, p1);
     float * y = static_cast<float *>(dst->data);
     for (int64_t p = p0; p < p1; p += 2) {
         const int np = int(std::min<int64_t>(2, p1 - p));
-        const panel_view views[2] = {{base + p * panel_bytes, gb, true}, {base + (p + 1) * panel_bytes, gb, true}};
-        panels_product(views, np, xq, k, 32, n, y, rows, p * k_lanes);
+        if (q6) {
+            const uint8_t * panels[2] = {base + p * panel_bytes, base + (p + 1) * panel_bytes};
+            for (int64_t c = 0; c < n; c += 4) {
+                const int64_t nc = std::min<int64_t>(4, n - c);
+                if (np == 2) {
+                    tile_columns_q6<4, 2>(panels, xq, k, c, nc, y, rows, p * k_lanes);
+                } else {
+                    tile_columns_q6<4, 1>(panels, xq, k, c, nc, y, rows, p * k_lanes);
+                }
+            }
+        } else {
+            const panel_view views[2] = {{base + p * panel_bytes, gb, true}, {base + (p + 1) * panel_bytes, gb, true}};
+            panels_product(views, np, xq, k, 32, n, y, rows, p * k_lanes);
+        }
     }
 }
 
@@ -360,8 +520,21 @@ ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 }
 
 bool lanes_eligible(const ggml_tensor * w) {
-    return w && w->type == GGML_TYPE_Q8_0 && ggml_n_dims(w) == 2 && w->ne[1] % k_lanes == 0 && w->ne[0] % 64 == 0 &&
-           ggml_is_contiguous(w) && gemm_int8_available();
+    return w && (w->type == GGML_TYPE_Q8_0 || w->type == GGML_TYPE_Q6_K) && ggml_n_dims(w) == 2 &&
+           w->ne[1] % k_lanes == 0 && w->ne[0] % 64 == 0 && ggml_is_contiguous(w) && gemm_int8_available();
+}
+
+void lanes_pack(const ggml_tensor * w, const void * src, void * dst) {
+    if (w->type == GGML_TYPE_Q8_0) return lanes_pack_q8_0(src, dst, w->ne[0], w->ne[1]);
+#ifdef KAZEIA_X86
+    std::vector<uint8_t> raw, values;
+    std::vector<float> scales;
+    const size_t panel_bytes = size_t(w->ne[0] / 256) * size_t(k_q6_super_bytes);
+    for (int64_t p = 0; p < w->ne[1] / k_lanes; ++p) {
+        pack_q6_k_panel(static_cast<const uint8_t *>(src) + p * panel_bytes, w->ne[0],
+                        static_cast<uint8_t *>(dst) + p * panel_bytes, raw, values, scales);
+    }
+#endif
 }
 
 void lanes_pack_q8_0(const void * src, void * dst, int64_t k, int64_t rows) {
@@ -407,7 +580,7 @@ void unmark_lanes(const ggml_tensor * w) {
 
 bool is_lanes(const ggml_tensor * w) {
 #ifdef KAZEIA_X86
-    if (!w || !w->data || w->type != GGML_TYPE_Q8_0) return false;
+    if (!w || !w->data || (w->type != GGML_TYPE_Q8_0 && w->type != GGML_TYPE_Q6_K)) return false;
     std::lock_guard<std::mutex> lock(g_lanes_mutex);
     return g_lanes.count(w->data) != 0;
 #else
@@ -420,7 +593,7 @@ ggml_tensor * lanes_product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x
 #ifdef KAZEIA_X86
     if (!is_lanes(w)) return nullptr;
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
-    return one_column_op(ctx, w, x, GGML_TYPE_Q8_0, 32, lanes_op, /*any_columns=*/true);
+    return one_column_op(ctx, w, x, w->type, w->type == GGML_TYPE_Q6_K ? 256 : 32, lanes_op, /*any_columns=*/true);
 #else
     (void)ctx, (void)w, (void)x;
     return nullptr;

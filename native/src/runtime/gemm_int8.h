@@ -7,9 +7,11 @@
 // and code predictor's steps, batches of sequences and a prompt's rows all use one arithmetic.
 //
 // Two ways in:
-// - `lanes` weights: q8_0 matrices rearranged once at load (same size: per 16 rows and 32 values,
-//   512 bytes of values and 16 fp16 scales). A one-column step then costs about one instruction per
-//   64 weights where the row-by-row kernels need six per 32, so the steps become bound by memory.
+// - `lanes` weights: q8_0 and q6_K matrices rearranged once at load, at the same size (q8_0: per
+//   16 rows and 32 values, 512 bytes of values and 16 fp16 scales; q6_K: see gemm_int8.cpp). A
+//   one-column step then costs about one instruction per 64 weights (q8_0; q6_K adds three to
+//   unpack 6-bit values) where the row-by-row kernels need six per 32, so steps become bound by
+//   memory, and a batch of B columns reads each weight once.
 // - row-layout q8_0 and q6_K weights with many columns (a prompt's rows, when a weight was not
 //   rearranged): each tile of 32 rows is rearranged into a scratch buffer once and used by every
 //   column (ggml's q8_0 GEMM reaches about 220 GFLOP/s on two cores here, its q6_K one about 120).
@@ -32,16 +34,17 @@ bool gemm_int8_available();
 // contiguous, a CPU without AVX-512 VNNI): use another product.
 ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
-// Weights in the lanes layout: which q8_0 matrices can be rearranged on this CPU, the
-// rearrangement (src and dst may be the same memory), and a registry of the tensors holding it
-// (by data address), which no other product may read.
+// Weights in the lanes layout: which q8_0 and q6_K matrices can be rearranged on this CPU, the
+// rearrangement of w's data from src to dst (the same size; they may be the same memory), and a
+// registry of the tensors holding it (by data address), which no other product may read.
 bool lanes_eligible(const ggml_tensor * w);
+void lanes_pack(const ggml_tensor * w, const void * src, void * dst);
 void lanes_pack_q8_0(const void * src, void * dst, int64_t k, int64_t rows);
 void mark_lanes(const ggml_tensor * w);
 void unmark_lanes(const ggml_tensor * w);
 bool is_lanes(const ggml_tensor * w);
 
-// w (lanes, marked): [K, N], x: f32 [K, n] (any n) -> f32 [N, n].
+// w (lanes, marked): q8_0 or q6_K [K, N], x: f32 [K, n] (any n) -> f32 [N, n].
 ggml_tensor * lanes_product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
 }  // namespace kazeia

@@ -142,7 +142,7 @@ product_pair check_gemm_int8(const std::string & type, int64_t rows, int64_t col
     return {!y[1].empty(), y[0], y[1].empty() ? y[0] : y[1], y[2]};
 }
 
-product_pair check_lanes(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+product_pair check_lanes(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
     weight_copies layout(nullptr, cpu_lanes_layout());
     bool made = false;
     auto batch = [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) {
@@ -159,7 +159,7 @@ product_pair check_lanes(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         }
         return y;
     };
-    auto y = compare_products(GGML_TYPE_Q8_0, rows, cols, n, seed, 2, {ggml_mul_mat, batch, alone});
+    auto y = compare_products(type_from_name(type), rows, cols, n, seed, 2, {ggml_mul_mat, batch, alone});
     return {made, y[0], y[1], y[2]};
 }
 

@@ -93,7 +93,7 @@ ggml_tensor * weight_copies::operator()(ggml_tensor * t) {
         ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), ggml_nbytes(t));
         if (buf && ggml_backend_tensor_alloc(buf, copy, ggml_backend_buffer_get_base(buf)) == GGML_STATUS_SUCCESS) {
             ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-            lanes_pack_q8_0(t->data, copy->data, t->ne[0], t->ne[1]);
+            lanes_pack(t, t->data, copy->data);
             buffers_.push_back(buf);
             mark_lanes(copy);
             lanes_.push_back(copy);
