@@ -474,7 +474,14 @@ void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
     float * y = static_cast<float *>(dst->data);
     for (int64_t p = p0; p < p1; p += 2) {
         const int np = int(std::min<int64_t>(2, p1 - p));
-        if (q6) {
+        if (q6 && n >= 8) {   // a prompt: one panel's unpacked values serve eight columns
+            for (int i = 0; i < np; ++i) {
+                const uint8_t * panel[1] = {base + (p + i) * panel_bytes};
+                for (int64_t c = 0; c < n; c += 8) {
+                    tile_columns_q6<8, 1>(panel, xq, k, c, std::min<int64_t>(8, n - c), y, rows, (p + i) * k_lanes);
+                }
+            }
+        } else if (q6) {      // steps: two panels in flight
             const uint8_t * panels[2] = {base + p * panel_bytes, base + (p + 1) * panel_bytes};
             for (int64_t c = 0; c < n; c += 4) {
                 const int64_t nc = std::min<int64_t>(4, n - c);
