@@ -281,3 +281,17 @@ def test_lanes_layout_matches_ggml_and_is_the_same_for_any_batch():
     # a matrix it cannot take (rows not a multiple of 16) stays in the file's layout
     assert not _native.compare_lanes("q8_0", 24, 1024, 2)[0]
     assert not _native.compare_lanes("q4_k", 64, 1024, 2)[0]
+
+
+def test_prefill_attention_matches_ggml():
+    """A prompt's attention on the CPU runs as one op (keys and values transposed once per kv head,
+    causal rows skip the keys they cannot see); it must give what ggml's two products and softmax
+    give, for grouped-query heads, a prompt after earlier positions and head sizes of the models."""
+    for head_dim, heads, kv_heads, n, pos0 in [(128, 16, 8, 67, 0), (16, 4, 2, 9, 0), (128, 16, 8, 5, 40),
+                                               (64, 8, 8, 33, 3), (32, 4, 1, 130, 0)]:
+        applied, ggml, ours = _native.compare_prefill_attention(head_dim, heads, kv_heads, n, pos0, seed=n)
+        if not applied:
+            pytest.skip("the prefill attention needs AVX-512")
+        assert ggml.shape == ours.shape == (n, head_dim * heads)
+        assert np.all(np.isfinite(ours))
+        assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (head_dim, heads, kv_heads, n, pos0)

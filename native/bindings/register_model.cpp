@@ -242,6 +242,17 @@ void register_model(py::module_ & m) {
     }, "W x for a random q8_0 or q6_K W in the lanes layout the talker and code predictor use: (applied?, ggml "
        "[n, rows], all n columns in one launch [n, rows], each column alone [n, rows])", py::arg("type"), py::arg("rows"), py::arg("cols"),
        py::arg("n"), py::arg("seed") = 0);
+    m.def("compare_prefill_attention", [pair](int64_t head_dim, int64_t heads, int64_t kv_heads, int64_t n, int64_t pos0,
+                                              uint64_t seed) {
+        product_pair p;
+        {
+            py::gil_scoped_release release;
+            p = check_prefill_attention(head_dim, heads, kv_heads, n, pos0, seed);
+        }
+        return pair(p, n);
+    }, "A prompt's causal attention over random q, k, v (n rows after pos0 earlier ones) through ggml's products "
+       "and Kazeia's prefill op: (applied?, ggml [n, head_dim * heads], ours [n, head_dim * heads])",
+       py::arg("head_dim"), py::arg("heads"), py::arg("kv_heads"), py::arg("n"), py::arg("pos0") = 0, py::arg("seed") = 0);
     m.def("compare_batch_columns", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;
         {

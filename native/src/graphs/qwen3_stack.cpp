@@ -7,6 +7,7 @@
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "runtime/gemv_q8_0.h"
+#include "runtime/prefill_attention.h"
 
 namespace kazeia {
 
@@ -71,7 +72,10 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
             }
             ggml_tensor * keys = ggml_view_3d(ctx, kc, t.head_dim, s.n_kv, t.n_kv_heads, kc->nb[1], t.head_dim * f, 0);
             ggml_tensor * vals = ggml_view_3d(ctx, vc, s.n_kv, t.head_dim, t.n_kv_heads, vc->nb[1], vc->nb[1] * t.head_dim, 0);
-            ggml_tensor * os = attention(ctx, qs, keys, vals, s.mask);
+            // a prompt's rows on the CPU: one op (runtime/prefill_attention.h)
+            ggml_tensor * os = cpu_ && !per_column && !several && s.n > 1 ? prefill_attention(ctx, qs, keys, vals, s.mask)
+                                                                         : nullptr;
+            if (!os) os = attention(ctx, qs, keys, vals, s.mask);
             o = o ? ggml_concat(ctx, o, os, 1) : os;
         }
         x = ggml_add(ctx, x, mm(l.wo, o));

@@ -1,11 +1,14 @@
 #include "runtime/product_check.h"
 
 #include "kazeia/kernel_checks.h"
+#include "graphs/blocks.h"
 #include "runtime/gemv_q8_0.h"
+#include "runtime/prefill_attention.h"
 #include "runtime/type_names.h"
 #include "runtime/weight_copies.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -161,6 +164,50 @@ product_pair check_lanes(const std::string & type, int64_t rows, int64_t cols, i
     };
     auto y = compare_products(type_from_name(type), rows, cols, n, seed, 2, {ggml_mul_mat, batch, alone});
     return {made, y[0], y[1], y[2]};
+}
+
+product_pair check_prefill_attention(int64_t head_dim, int64_t heads, int64_t kv_heads, int64_t n, int64_t pos0,
+                                     uint64_t seed) {
+    // keys [kv_dim, capacity] and values [capacity, kv_dim] laid out as a KV cache holds them
+    const int64_t n_kv = pos0 + n, capacity = n_kv + 13, kv_dim = head_dim * kv_heads;
+    std::mt19937_64 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> q(size_t(head_dim * heads * n)), k(size_t(kv_dim * capacity)), v(size_t(kv_dim * capacity));
+    for (float & x : q) x = normal(gen);
+    for (float & x : k) x = normal(gen);
+    for (float & x : v) x = normal(gen);
+    std::vector<float> mask(size_t(n_kv * n));
+    for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < n_kv; ++j) mask[size_t(i * n_kv + j)] = j <= pos0 + i ? 0.0f : -INFINITY;
+    }
+    graph_runner runner(std::make_shared<thread_pool>(2));
+    product_pair out;
+    for (int way = 0; way < 2; ++way) {
+        ggml_context * g = runner.begin();
+        ggml_tensor * qt = ggml_new_tensor_3d(g, GGML_TYPE_F32, head_dim, heads, n);
+        ggml_tensor * kc = ggml_new_tensor_2d(g, GGML_TYPE_F32, kv_dim, capacity);
+        ggml_tensor * vc = ggml_new_tensor_2d(g, GGML_TYPE_F32, capacity, kv_dim);
+        ggml_tensor * mt = ggml_new_tensor_2d(g, GGML_TYPE_F32, n_kv, n);
+        for (ggml_tensor * t : {qt, kc, vc, mt}) ggml_set_input(t);
+        ggml_tensor * keys = ggml_view_3d(g, kc, head_dim, n_kv, kv_heads, kc->nb[1], head_dim * sizeof(float), 0);
+        ggml_tensor * vals = ggml_view_3d(g, vc, n_kv, head_dim, kv_heads, vc->nb[1], vc->nb[1] * head_dim, 0);
+        ggml_tensor * y = way == 0 ? attention(g, qt, keys, vals, mt) : prefill_attention(g, qt, keys, vals, mt);
+        if (!y) break;
+        out.applied = way == 1;
+        ggml_set_output(y);
+        ggml_build_forward_expand(runner.graph(), y);
+        runner.allocate();
+        ggml_backend_tensor_set(qt, q.data(), 0, ggml_nbytes(qt));
+        ggml_backend_tensor_set(kc, k.data(), 0, ggml_nbytes(kc));
+        ggml_backend_tensor_set(vc, v.data(), 0, ggml_nbytes(vc));
+        ggml_backend_tensor_set(mt, mask.data(), 0, ggml_nbytes(mt));
+        runner.compute();
+        std::vector<float> & dst = way == 0 ? out.ggml : out.theirs;
+        dst.resize(size_t(ggml_nelements(y)));
+        ggml_backend_tensor_get(y, dst.data(), 0, ggml_nbytes(y));
+    }
+    if (!out.applied) out.theirs = out.ggml;
+    return out;
 }
 
 double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps, bool kazeia) {
