@@ -162,3 +162,21 @@ def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted):
     transformer = sum(int(np.prod(s["shape"])) for s in model.native.tensor_specs()
                       if s["name"].startswith("dec.tfm.blk.") and len(s["shape"]) == 2)
     assert transformer > 0 and launch_flops >= 2 * transformer * len(codes)
+
+
+def test_bf16_decoder_products_match_ggml_and_do_not_depend_on_the_column_count():
+    """bf16 decoder weights on the CPU go through Kazeia's GEMM (64 rows in register lanes, each
+    column read once per 64 rows). A stream decoded frame by frame must add up exactly like the whole
+    utterance, so the columns of one launch equal each column alone, bit for bit; and the result is
+    ggml's product up to the order of the float sums."""
+    import numpy as np
+    from kazeia import _native
+    for rows, cols, n in [(96, 672, 300), (192, 1344, 97), (768, 5376, 33), (16, 32, 1), (1024, 512, 4),
+                          (48, 96, 7)]:
+        applied, ggml, ours, alone = _native.compare_gemm_bf16(rows, cols, n, seed=rows)
+        if not applied:
+            pytest.skip("the bf16 GEMM needs AVX-512 BF16")
+        assert ggml.shape == ours.shape == alone.shape == (n, rows)
+        assert np.array_equal(ours, alone), (rows, cols, n)
+        assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (rows, cols, n)
+    assert not _native.compare_gemm_bf16(24, 64, 3)[0]   # rows not a multiple of 16: ggml's product

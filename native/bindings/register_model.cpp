@@ -253,6 +253,16 @@ void register_model(py::module_ & m) {
     }, "A prompt's causal attention over random q, k, v (n rows after pos0 earlier ones) through ggml's products "
        "and Kazeia's prefill op: (applied?, ggml [n, head_dim * heads], ours [n, head_dim * heads])",
        py::arg("head_dim"), py::arg("heads"), py::arg("kv_heads"), py::arg("n"), py::arg("pos0") = 0, py::arg("seed") = 0);
+    m.def("compare_gemm_bf16", [as_array](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+        product_pair p;
+        {
+            py::gil_scoped_release release;
+            p = check_gemm_bf16(rows, cols, n, seed);
+        }
+        return py::make_tuple(p.applied, as_array(p.ggml, n), as_array(p.theirs, n), as_array(p.exact, n));
+    }, "W x for a random bf16 W (the speech decoder's type) through ggml_mul_mat and Kazeia's bf16 GEMM, over "
+       "all n columns and column by column: (applied?, ggml [n, rows], ours [n, rows], ours alone [n, rows])",
+       py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
     m.def("compare_batch_columns", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;
         {

@@ -30,6 +30,9 @@ product_pair check_lanes(const std::string & type, int64_t rows, int64_t cols, i
 // products (`ggml`) and Kazeia's one op (`theirs`; applied: this CPU has it), each [n][head_dim * heads].
 product_pair check_prefill_attention(int64_t head_dim, int64_t heads, int64_t kv_heads, int64_t n, int64_t pos0,
                                      uint64_t seed);
+// bf16 (the speech decoder's weights): ggml_mul_mat (`ggml`), Kazeia's GEMM over all n columns
+// (`theirs`) and column by column (`exact`; must equal `theirs`); applied: this CPU has AVX-512 BF16.
+product_pair check_gemm_bf16(int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 // any type: the n columns as a batch (`ggml`) and each column alone (`theirs`); they must be equal.
 product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 

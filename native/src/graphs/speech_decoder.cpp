@@ -21,6 +21,7 @@
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "runtime/derived_weights.h"
+#include "runtime/gemm_bf16.h"
 #include "runtime/weight_copies.h"
 #include "runtime/graph_runner.h"
 #include "runtime/custom_ops.h"
@@ -367,14 +368,23 @@ struct speech_decoder_stream::impl {
         return xc;
     }
 
+    // a weight times columns: bf16 weights on the CPU through Kazeia's kernel (the same for every
+    // number of columns, as mm is), else mm
+    ggml_tensor * prod(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) const {
+        if (!standard_ops) {
+            if (ggml_tensor * y = gemm_bf16(ctx, a, b)) return y;
+        }
+        return mm(ctx, a, b);
+    }
+
     // causal conv over [history ++ x]: im2col and one product whose contraction runs over all
     // taps and channels (kernel rearranged tap-major at load)
     ggml_tensor * causal_conv(graph_ctx & g, const conv_w & c, ggml_tensor * x) {
         ggml_tensor * w2d = ggml_reshape_2d(g.ctx, c.weight, int64_t(c.k) * c.c_in, c.c_out);
-        if (c.k == 1) return ggml_add(g.ctx, mm(g.ctx, w2d, x), c.bias);
+        if (c.k == 1) return ggml_add(g.ctx, prod(g.ctx, w2d, x), c.bias);
         ggml_tensor * xc = with_history(g, x, int64_t(c.k - 1) * c.dilation);
         ggml_tensor * cols = im2col_channel_major(g.ctx, xc, c.k, c.dilation, standard_ops);   // [K * Cin, n]
-        return ggml_add(g.ctx, mm(g.ctx, w2d, cols), c.bias);                   // [Cout, n]
+        return ggml_add(g.ctx, prod(g.ctx, w2d, cols), c.bias);                   // [Cout, n]
     }
 
     // causal transposed conv (output T * s): block i = taps[0, s) of input i + taps[s, 2s) of input i-1
@@ -383,10 +393,10 @@ struct speech_decoder_stream::impl {
         const int64_t block = int64_t(c.c_out) * c.stride;
         ggml_tensor * y;
         if (c.k == c.stride) {
-            y = mm(g.ctx, c.w, x);
+            y = prod(g.ctx, c.w, x);
         } else {
             ggml_tensor * xc = with_history(g, x, 1);
-            ggml_tensor * cols = mm(g.ctx, c.w, xc);   // [Cout * k, n + 1]
+            ggml_tensor * cols = prod(g.ctx, c.w, xc);   // [Cout * k, n + 1]
             ggml_tensor * now = ggml_view_2d(g.ctx, cols, block, n, cols->nb[1], cols->nb[1]);
             ggml_tensor * prev = ggml_view_2d(g.ctx, cols, block, n, cols->nb[1], block * ggml_element_size(cols));
             y = ggml_add(g.ctx, now, prev);
@@ -405,9 +415,9 @@ struct speech_decoder_stream::impl {
         const auto & t = hp.tfm;
         const int64_t n = x->ne[1];
         ggml_tensor * h = rms_norm(g.ctx, x, l.attn_norm, t.norm_eps);
-        ggml_tensor * q = ggml_reshape_3d(g.ctx, mm(g.ctx, l.wq, h), t.head_dim, t.n_heads, n);
-        ggml_tensor * k = ggml_reshape_3d(g.ctx, mm(g.ctx, l.wk, h), t.head_dim, t.n_kv_heads, n);
-        ggml_tensor * v = mm(g.ctx, l.wv, h);
+        ggml_tensor * q = ggml_reshape_3d(g.ctx, prod(g.ctx, l.wq, h), t.head_dim, t.n_heads, n);
+        ggml_tensor * k = ggml_reshape_3d(g.ctx, prod(g.ctx, l.wk, h), t.head_dim, t.n_kv_heads, n);
+        ggml_tensor * v = prod(g.ctx, l.wv, h);
         q = rope_neox(g.ctx, q, pos, t.head_dim, t.rope_theta);
         k = rope_neox(g.ctx, k, pos, t.head_dim, t.rope_theta);
         const int64_t kv_dim = int64_t(t.n_kv_heads) * t.head_dim;
@@ -423,13 +433,13 @@ struct speech_decoder_stream::impl {
 
         ggml_tensor * keys = ggml_permute(g.ctx, k_all, 0, 2, 1, 3);                       // [hd, n_kv, Hkv]
         ggml_tensor * values = ggml_cont(g.ctx, ggml_permute(g.ctx, v_all, 1, 2, 0, 3));   // [n_kv, hd, Hkv]
-        ggml_tensor * o = mm(g.ctx, l.wo, attention(g.ctx, q, keys, values, mask, mm));
+        ggml_tensor * o = prod(g.ctx, l.wo, attention(g.ctx, q, keys, values, mask, mm));
         x = ggml_add(g.ctx, x, ggml_mul(g.ctx, o, l.attn_scale));
 
         h = rms_norm(g.ctx, x, l.ffn_norm, t.norm_eps);
-        ggml_tensor * gate = ggml_silu(g.ctx, mm(g.ctx, l.w_gate, h));
-        ggml_tensor * up = mm(g.ctx, l.w_up, h);
-        ggml_tensor * down = mm(g.ctx, l.w_down, ggml_mul(g.ctx, gate, up));
+        ggml_tensor * gate = ggml_silu(g.ctx, prod(g.ctx, l.w_gate, h));
+        ggml_tensor * up = prod(g.ctx, l.w_up, h);
+        ggml_tensor * down = prod(g.ctx, l.w_down, ggml_mul(g.ctx, gate, up));
         return ggml_add(g.ctx, x, ggml_mul(g.ctx, down, l.ffn_scale));
     }
 
@@ -448,8 +458,8 @@ struct speech_decoder_stream::impl {
         }
         y = ggml_add(g.ctx, y, c.dw_bias);
         y = ggml_add(g.ctx, ggml_mul(g.ctx, ggml_norm(g.ctx, y, 1e-6f), c.norm_w), c.norm_b);
-        y = ggml_gelu_erf(g.ctx, ggml_add(g.ctx, mm(g.ctx, c.pw1, y), c.pw1_b));
-        y = ggml_add(g.ctx, mm(g.ctx, c.pw2, y), c.pw2_b);
+        y = ggml_gelu_erf(g.ctx, ggml_add(g.ctx, prod(g.ctx, c.pw1, y), c.pw1_b));
+        y = ggml_add(g.ctx, prod(g.ctx, c.pw2, y), c.pw2_b);
         return ggml_add(g.ctx, x, ggml_mul(g.ctx, y, c.gamma));
     }
 
@@ -467,14 +477,14 @@ struct speech_decoder_stream::impl {
             acc = acc ? ggml_add(g.ctx, acc, e) : e;
         }
         auto proj = [&](ggml_tensor * wt, ggml_tensor * x) {
-            return mm(g.ctx, ggml_reshape_2d(g.ctx, wt, wt->ne[1], wt->ne[2]), x);
+            return prod(g.ctx, ggml_reshape_2d(g.ctx, wt, wt->ne[1], wt->ne[2]), x);
         };
         ggml_tensor * x = ggml_add(g.ctx, proj(W.first_proj, first), proj(W.rest_proj, rest));
         record(g, "quantizer_out", x);
         x = causal_conv(g, W.pre_conv, x);
         record(g, "pre_conv_out", x);
 
-        x = ggml_add(g.ctx, mm(g.ctx, W.in_proj, x), W.in_proj_b);
+        x = ggml_add(g.ctx, prod(g.ctx, W.in_proj, x), W.in_proj_b);
         record(g, "pre_transformer_input_proj_out", x);
         static const char * layer_names[] = {"pre_transformer_layer_0_out", "pre_transformer_layer_1_out",
                                              "pre_transformer_layer_2_out", "pre_transformer_layer_3_out",
@@ -486,7 +496,7 @@ struct speech_decoder_stream::impl {
         }
         x = rms_norm(g.ctx, x, W.out_norm, hp.tfm.norm_eps);
         record(g, "pre_transformer_norm_out", x);
-        x = ggml_add(g.ctx, mm(g.ctx, W.out_proj, x), W.out_proj_b);
+        x = ggml_add(g.ctx, prod(g.ctx, W.out_proj, x), W.out_proj_b);
         record(g, "pre_transformer_out", x);
 
         static const char * up_names[][2] = {{"upsample_0_transconv", "upsample_0_convnext"},

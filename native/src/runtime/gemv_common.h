@@ -27,6 +27,34 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+// 16 rows x 16 four-byte words -> 16 registers, word i of every row in register i (a 16 x 16
+// transpose of 32-bit elements: 4 x 4 within each 128-bit lane, then 4 x 4 lanes)
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void transpose_16x16(const uint8_t * src, int64_t stride,
+                                                                          __m512i * dst) {
+    __m512i v[16];
+    for (int g = 0; g < 4; ++g) {   // rows 4g .. 4g + 3
+        const uint8_t * r = src + 4 * g * stride;
+        const __m512i a = _mm512_loadu_si512(r), b = _mm512_loadu_si512(r + stride);
+        const __m512i c = _mm512_loadu_si512(r + 2 * stride), d = _mm512_loadu_si512(r + 3 * stride);
+        const __m512i t0 = _mm512_unpacklo_epi32(a, b), t1 = _mm512_unpackhi_epi32(a, b);
+        const __m512i t2 = _mm512_unpacklo_epi32(c, d), t3 = _mm512_unpackhi_epi32(c, d);
+        // v[4g + j], lane L: word 4L + j of rows 4g .. 4g + 3
+        v[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2);
+        v[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
+        v[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
+        v[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    for (int j = 0; j < 4; ++j) {
+        const __m512i x0 = _mm512_shuffle_i32x4(v[j], v[4 + j], 0x44), x1 = _mm512_shuffle_i32x4(v[j], v[4 + j], 0xEE);
+        const __m512i x2 = _mm512_shuffle_i32x4(v[8 + j], v[12 + j], 0x44);
+        const __m512i x3 = _mm512_shuffle_i32x4(v[8 + j], v[12 + j], 0xEE);
+        dst[0 + j] = _mm512_shuffle_i32x4(x0, x2, 0x88);
+        dst[4 + j] = _mm512_shuffle_i32x4(x0, x2, 0xDD);
+        dst[8 + j] = _mm512_shuffle_i32x4(x1, x3, 0x88);
+        dst[12 + j] = _mm512_shuffle_i32x4(x1, x3, 0xDD);
+    }
+}
+
 // A column as q8_0 blocks, as ggml quantises it (scale amax / 127 kept as fp16, values rounded to
 // nearest even): k values -> k int8 in q and k / 32 scales in d.
 void quantize_q8_0_column(const float * x, int64_t k, int8_t * q, float * d);

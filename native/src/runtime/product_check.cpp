@@ -2,6 +2,7 @@
 
 #include "kazeia/kernel_checks.h"
 #include "graphs/blocks.h"
+#include "runtime/gemm_bf16.h"
 #include "runtime/gemv_q8_0.h"
 #include "runtime/prefill_attention.h"
 #include "runtime/type_names.h"
@@ -208,6 +209,20 @@ product_pair check_prefill_attention(int64_t head_dim, int64_t heads, int64_t kv
     }
     if (!out.applied) out.theirs = out.ggml;
     return out;
+}
+
+product_pair check_gemm_bf16(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    auto alone = [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) -> ggml_tensor * {
+        ggml_tensor * y = nullptr;
+        for (int64_t i = 0; i < x->ne[1]; ++i) {
+            ggml_tensor * yi = gemm_bf16(c, w, ggml_view_2d(c, x, x->ne[0], 1, x->nb[1], i * x->nb[1]));
+            if (!yi) return nullptr;
+            y = y ? ggml_concat(c, y, yi, 1) : yi;
+        }
+        return y;
+    };
+    auto y = compare_products(GGML_TYPE_BF16, rows, cols, n, seed, 2, {ggml_mul_mat, gemm_bf16, alone});
+    return {!y[1].empty(), y[0], y[1].empty() ? y[0] : y[1], y[2].empty() ? y[0] : y[2]};
 }
 
 double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps, bool kazeia) {
