@@ -223,7 +223,7 @@ def test_bench_reports_divergence_per_stage_and_decoder_compute(tmp_path):
     assert d["types"] == {"talker": "f16", "code_predictor": "q8_0"}
     assert set(d["passes_gate"]) == {"talker", "code_predictor"}
     c = result["decoder_compute"]
-    assert c["gemm_peak_gflops"] > 0 and c["gflop_per_frame"] > 0
+    assert c["gemm_peak_gflops"] > 0 and c["kernel_peak_gflops"] > 0 and c["gflop_per_frame"] > 0
     assert abs(sum(s["gflop_per_frame"] for s in c["per_stage"].values()) - c["gflop_per_frame"]) < 1e-9
     assert {"transformer", "upsampling", "vocoder block 1"} <= set(c["per_stage"])
 

@@ -1,5 +1,6 @@
 """How hard the speech decoder works: matrix-product GFLOP/s per decoder stage against the GEMM peak
-ggml reaches on this machine for the decoder's weight type (a report for `kazeia bench`; no target).
+ggml reaches on this machine for the decoder's weight type, and what the product the decoder runs
+(Kazeia's bf16 GEMM where it applies) reaches at that shape (a report for `kazeia bench`; no target).
 
 The decoder is compute-bound (unlike the talker and code predictor, which stream weights), so its
 headroom is the distance to that peak. Stages are measured by launching the graph one node at a
@@ -35,8 +36,10 @@ def decoder_stage(key: str) -> str:
     return "vocoder output"
 
 
-def gemm_peak_gflops(weight_type: str, threads: int) -> float:
-    return _native.gemm_gflops(weight_type, PEAK_SHAPE["rows"], PEAK_SHAPE["cols"], PEAK_SHAPE["n"], threads)
+def gemm_peak_gflops(weight_type: str, threads: int, kazeia: bool = False) -> float:
+    """ggml's product at the peak shape, or (kazeia) the product the decoder itself runs on the CPU."""
+    return _native.gemm_gflops(weight_type, PEAK_SHAPE["rows"], PEAK_SHAPE["cols"], PEAK_SHAPE["n"], threads,
+                               kazeia=kazeia)
 
 
 def decoder_compute(decoder: SpeechDecoder, weight_type: str, ms_per_frame: float, seed: int = 0) -> dict:
@@ -60,6 +63,7 @@ def decoder_compute(decoder: SpeechDecoder, weight_type: str, ms_per_frame: floa
     gflop = sum(f for _, f in stages.values()) / 1e9
     whole = gflop / (ms_per_frame / 1000)
     return {"gemm_peak_gflops": peak, "gemm_peak_shape": {**PEAK_SHAPE, "type": weight_type},
+            "kernel_peak_gflops": gemm_peak_gflops(weight_type, decoder.threads, kazeia=True),
             "threads": decoder.threads, "gflop_per_frame": gflop, "gflops": whole, "of_peak": whole / peak,
             "per_stage": per_stage,
             "note": "stages timed one node at a time (profile mode); the whole-decoder figure uses the bench's timing"}

@@ -28,7 +28,8 @@ def _decoder_compute(d: dict | None) -> list[str]:
     stages = ", ".join(f"{name} {s['gflops']:.0f}" for name, s in d["per_stage"].items() if s["gflop_per_frame"] > 0)
     return [f"decoder: {d['gflop_per_frame']:.2f} GFLOP per frame at {d['gflops']:.0f} GFLOP/s, "
             f"{d['of_peak']:.0%} of ggml's {d['gemm_peak_shape']['type']} GEMM peak here "
-            f"({d['gemm_peak_gflops']:.0f} GFLOP/s); per stage, node by node: {stages}"]
+            f"({d['gemm_peak_gflops']:.0f} GFLOP/s; the decoder's own product: {d['kernel_peak_gflops']:.0f}); "
+            f"per stage, node by node: {stages}"]
 
 
 def summary(result: dict) -> str:

@@ -20,8 +20,18 @@ bool is_view_op(const ggml_tensor * t) {
     }
 }
 
+// Kazeia's own products are custom ops of two sources, weight [K, N] and columns [K, n], giving
+// [N, n] (its other custom ops, SnakeBeta, im2col and the prompt's attention, have other shapes)
+bool is_custom_product(const ggml_tensor * t) {
+    const ggml_tensor * w = t->src[0];
+    const ggml_tensor * x = t->src[1];
+    return t->op == GGML_OP_CUSTOM && w && x && !t->src[2] && ggml_n_dims(w) == 2 && x->ne[0] == w->ne[0] &&
+           t->ne[0] == w->ne[1] && t->ne[1] == x->ne[1] && t->ne[2] == 1 && t->ne[3] == 1;
+}
+
 double matmul_flops(const ggml_tensor * t) {
-    return t->op == GGML_OP_MUL_MAT ? 2.0 * double(t->src[0]->ne[0]) * double(ggml_nelements(t)) : 0.0;
+    return t->op == GGML_OP_MUL_MAT || is_custom_product(t) ? 2.0 * double(t->src[0]->ne[0]) * double(ggml_nelements(t))
+                                                           : 0.0;
 }
 
 launch_report describe_cpu_launch(const ggml_cgraph * gf) {

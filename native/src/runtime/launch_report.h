@@ -16,7 +16,8 @@ launch_report describe_sched_launch(ggml_backend_sched_t sched, ggml_cgraph * gf
 // Ops that only reinterpret memory (no kernel runs for them).
 bool is_view_op(const ggml_tensor * t);
 
-// Floating-point operations of a matrix product node (2 per multiply-add); 0 for any other op.
+// Floating-point operations of a matrix product node (ggml's, or one of Kazeia's custom products: 2 per
+// multiply-add); 0 for any other op.
 double matmul_flops(const ggml_tensor * t);
 
 }  // namespace kazeia

@@ -84,7 +84,8 @@ double gemm_gflops_of(ggml_type type, int64_t rows, int64_t cols, int64_t n, int
     ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, n);
     ggml_set_input(xt);
     weight_copies lanes(nullptr, cpu_lanes_layout());   // the layout the talker and code predictor get
-    ggml_tensor * y = kazeia ? product(g, lanes(wq.t), xt, true) : ggml_mul_mat(g, wq.t, xt);
+    ggml_tensor * y = !kazeia ? ggml_mul_mat(g, wq.t, xt) : type == GGML_TYPE_BF16 && gemm_bf16(g, wq.t, xt)
+                                                                ? gemm_bf16(g, wq.t, xt) : product(g, lanes(wq.t), xt, true);
     ggml_set_output(y);
     ggml_build_forward_expand(runner.graph(), y);
     runner.allocate();
