@@ -204,6 +204,9 @@ void register_model(py::module_ & m) {
     auto pair = [as_array](const product_pair & p, int64_t n) {
         return py::make_tuple(p.applied, as_array(p.ggml, n), as_array(p.theirs, n));
     };
+    auto triple = [as_array](const product_pair & p, int64_t n) {
+        return py::make_tuple(p.applied, as_array(p.ggml, n), as_array(p.theirs, n), as_array(p.exact, n));
+    };
     m.def("compare_gemv_q8_0", [as_array](int64_t rows, int64_t cols, uint64_t seed, bool avx2_only) {
         product_pair p;
         {
@@ -222,23 +225,23 @@ void register_model(py::module_ & m) {
         return pair(p, n);
     }, "W x for a random q6_K W and x of n columns through ggml_mul_mat and Kazeia's kernel: (applied?, ggml "
        "[n, rows], ours [n, rows])", py::arg("rows"), py::arg("cols"), py::arg("n") = 1, py::arg("seed") = 0);
-    m.def("compare_gemm_int8", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    m.def("compare_gemm_int8", [triple](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;
         {
             py::gil_scoped_release release;
             p = check_gemm_int8(type, rows, cols, n, seed);
         }
-        return py::make_tuple(p.applied, as_array(p.ggml, n), as_array(p.theirs, n), as_array(p.exact, n));
+        return triple(p, n);
     }, "W x for a random q8_0 or q6_K W and x of n columns (a prompt) through ggml_mul_mat and Kazeia's int8 "
        "GEMM, and the dequantised W times x in f32: (applied?, ggml [n, rows], ours [n, rows], exact [n, rows])", py::arg("type"), py::arg("rows"), py::arg("cols"),
        py::arg("n"), py::arg("seed") = 0);
-    m.def("compare_lanes", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    m.def("compare_lanes", [triple](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;
         {
             py::gil_scoped_release release;
             p = check_lanes(type, rows, cols, n, seed);
         }
-        return py::make_tuple(p.applied, as_array(p.ggml, n), as_array(p.theirs, n), as_array(p.exact, n));
+        return triple(p, n);
     }, "W x for a random q8_0 or q6_K W in the lanes layout the talker and code predictor use: (applied?, ggml "
        "[n, rows], all n columns in one launch [n, rows], each column alone [n, rows])", py::arg("type"), py::arg("rows"), py::arg("cols"),
        py::arg("n"), py::arg("seed") = 0);
@@ -253,13 +256,13 @@ void register_model(py::module_ & m) {
     }, "A prompt's causal attention over random q, k, v (n rows after pos0 earlier ones) through ggml's products "
        "and Kazeia's prefill op: (applied?, ggml [n, head_dim * heads], ours [n, head_dim * heads])",
        py::arg("head_dim"), py::arg("heads"), py::arg("kv_heads"), py::arg("n"), py::arg("pos0") = 0, py::arg("seed") = 0);
-    m.def("compare_gemm_bf16", [as_array](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    m.def("compare_gemm_bf16", [triple](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;
         {
             py::gil_scoped_release release;
             p = check_gemm_bf16(rows, cols, n, seed);
         }
-        return py::make_tuple(p.applied, as_array(p.ggml, n), as_array(p.theirs, n), as_array(p.exact, n));
+        return triple(p, n);
     }, "W x for a random bf16 W (the speech decoder's type) through ggml_mul_mat and Kazeia's bf16 GEMM, over "
        "all n columns and column by column: (applied?, ggml [n, rows], ours [n, rows], ours alone [n, rows])",
        py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);

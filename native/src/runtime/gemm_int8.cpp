@@ -539,21 +539,16 @@ void lanes_pack_q8_0(const void * src, void * dst, int64_t k, int64_t rows) {
 #endif
 }
 
-void mark_lanes(const ggml_tensor * w) {
+void mark_lanes(const ggml_tensor * w, bool lanes) {
 #ifdef KAZEIA_X86
     std::lock_guard<std::mutex> lock(g_lanes_mutex);
-    g_lanes.insert(w->data);
+    if (lanes) {
+        g_lanes.insert(w->data);
+    } else {
+        g_lanes.erase(w->data);
+    }
 #else
-    (void)w;
-#endif
-}
-
-void unmark_lanes(const ggml_tensor * w) {
-#ifdef KAZEIA_X86
-    std::lock_guard<std::mutex> lock(g_lanes_mutex);
-    g_lanes.erase(w->data);
-#else
-    (void)w;
+    (void)w, (void)lanes;
 #endif
 }
 

@@ -40,8 +40,7 @@ ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 bool lanes_eligible(const ggml_tensor * w);
 void lanes_pack(const ggml_tensor * w, const void * src, void * dst);
 void lanes_pack_q8_0(const void * src, void * dst, int64_t k, int64_t rows);
-void mark_lanes(const ggml_tensor * w);
-void unmark_lanes(const ggml_tensor * w);
+void mark_lanes(const ggml_tensor * w, bool lanes = true);   // false: its memory is about to go
 bool is_lanes(const ggml_tensor * w);
 
 // w (lanes, marked): q8_0 or q6_K [K, N], x: f32 [K, n] (any n) -> f32 [N, n].

@@ -81,7 +81,7 @@ weight_copies::weight_copies(const model * m, weight_layout layout) : m_(m), lay
 }
 
 weight_copies::~weight_copies() {
-    for (ggml_tensor * t : lanes_) unmark_lanes(t);
+    for (ggml_tensor * t : lanes_) mark_lanes(t, false);
     for (ggml_backend_buffer_t b : buffers_) ggml_backend_buffer_free(b);
     if (ctx_) ggml_free(ctx_);
 }
