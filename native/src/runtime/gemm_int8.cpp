@@ -177,6 +177,44 @@ void load_tile(const char * w, size_t row_bytes, int64_t k, int64_t group, int n
     }
 }
 
+// The columns a tile multiplies: their q8_0 values, scales and group offsets.
+template <int C>
+struct column_refs {
+    const int8_t * q[C];
+    const float * d[C];
+    const int32_t * offset[C];
+    column_refs(const quantized_columns & x, int64_t k, int64_t groups, int64_t c0) {
+        for (int c = 0; c < C; ++c) {
+            q[c] = x.q.data() + (c0 + c) * k;
+            d[c] = x.d.data() + (c0 + c) * (k / 32);
+            offset[c] = x.offset.data() + (c0 + c) * groups;
+        }
+    }
+};
+
+// One scale group into the float sums: (exact integer sum - offset) x weight scale x column scale.
+template <int C, int P>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+inline void add_group(__m512 (&acc)[P][C], const __m512i (&dot)[P][C], const __m512 (&s)[P], const column_refs<C> & cols,
+                      int64_t g, int64_t block) {
+    for (int c = 0; c < C; ++c) {
+        const __m512i off = _mm512_set1_epi32(cols.offset[c][g]);
+        const __m512 xs = _mm512_set1_ps(cols.d[c][block]);
+        for (int p = 0; p < P; ++p) {
+            acc[p][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[p][c], off)), _mm512_mul_ps(s[p], xs),
+                                        acc[p][c]);
+        }
+    }
+}
+
+template <int C, int P>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+inline void store_tile(const __m512 (&acc)[P][C], float * y, int64_t c0, int64_t rows, int64_t r0) {
+    for (int c = 0; c < C; ++c) {
+        for (int p = 0; p < P; ++p) _mm512_storeu_ps(y + (c0 + c) * rows + r0 + p * k_lanes, acc[p][c]);
+    }
+}
+
 // y[c][r0 .. r0 + 16 P) for C columns from c0. A column's arithmetic does not depend on C, P or
 // which thread runs it: per scale group, exact integer sums, then one multiply-add in group order.
 template <int C, int P>
@@ -184,14 +222,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 void tile_product(const panel_view * panel, const quantized_columns & x, int64_t k, int64_t group, int64_t c0,
                   float * y, int64_t rows, int64_t r0) {
     const int64_t groups = k / group, quads = group / 4;
-    const int8_t * xq[C];
-    const float * xd[C];
-    const int32_t * xo[C];
-    for (int c = 0; c < C; ++c) {
-        xq[c] = x.q.data() + (c0 + c) * k;
-        xd[c] = x.d.data() + (c0 + c) * (k / 32);
-        xo[c] = x.offset.data() + (c0 + c) * groups;
-    }
+    const column_refs<C> cols(x, k, groups, c0);
+    const int8_t * const * xq = cols.q;
     __m512 acc[P][C];
     for (int p = 0; p < P; ++p) {
         for (int c = 0; c < C; ++c) acc[p][c] = _mm512_setzero_ps();
@@ -227,19 +259,9 @@ void tile_product(const panel_view * panel, const quantized_columns & x, int64_t
             s[p] = panel[p].half_scales ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(sp)))
                                         : _mm512_loadu_ps(reinterpret_cast<const float *>(sp));
         }
-        const int64_t block = g * group / 32;
-        for (int c = 0; c < C; ++c) {
-            const __m512i off = _mm512_set1_epi32(xo[c][g]);
-            const __m512 xs = _mm512_set1_ps(xd[c][block]);
-            for (int p = 0; p < P; ++p) {
-                acc[p][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[p][c], off)), _mm512_mul_ps(s[p], xs),
-                                            acc[p][c]);
-            }
-        }
+        add_group<C, P>(acc, dot, s, cols, g, g * group / 32);
     }
-    for (int c = 0; c < C; ++c) {
-        for (int p = 0; p < P; ++p) _mm512_storeu_ps(y + (c0 + c) * rows + r0 + p * k_lanes, acc[p][c]);
-    }
+    store_tile<C, P>(acc, y, c0, rows, r0);
 }
 
 template <int C, int P>
@@ -274,15 +296,8 @@ template <int C, int P>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 void tile_product_q6(const uint8_t * const * panel, const quantized_columns & x, int64_t k, int64_t c0, float * y,
                      int64_t rows, int64_t r0) {
-    const int64_t groups = k / 16;
-    const int8_t * xq[C];
-    const float * xd[C];
-    const int32_t * xo[C];
-    for (int c = 0; c < C; ++c) {
-        xq[c] = x.q.data() + (c0 + c) * k;
-        xd[c] = x.d.data() + (c0 + c) * (k / 32);
-        xo[c] = x.offset.data() + (c0 + c) * groups;
-    }
+    const column_refs<C> cols(x, k, k / 16, c0);
+    const int8_t * const * xq = cols.q;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     __m512 acc[P][C];
     for (int p = 0; p < P; ++p) {
@@ -329,19 +344,10 @@ void tile_product_q6(const uint8_t * const * panel, const quantized_columns & x,
                     dot[p][c] = S == 2 ? _mm512_add_epi32(part[p][c][0], part[p][c][S - 1]) : part[p][c][0];
                 }
             }
-            for (int c = 0; c < C; ++c) {
-                const __m512i off = _mm512_set1_epi32(xo[c][g]);
-                const __m512 xs = _mm512_set1_ps(xd[c][g / 2]);
-                for (int p = 0; p < P; ++p) {
-                    acc[p][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[p][c], off)),
-                                                _mm512_mul_ps(s[p], xs), acc[p][c]);
-                }
-            }
+            add_group<C, P>(acc, dot, s, cols, g, g / 2);
         }
     }
-    for (int c = 0; c < C; ++c) {
-        for (int p = 0; p < P; ++p) _mm512_storeu_ps(y + (c0 + c) * rows + r0 + p * k_lanes, acc[p][c]);
-    }
+    store_tile<C, P>(acc, y, c0, rows, r0);
 }
 
 template <int C, int P>
