@@ -238,3 +238,16 @@ def test_bench_batch_sizes_side_by_side(tmp_path):
     assert two["lm_throughput_vs_1"] > 0 and result["batches"]["1"]["lm_throughput_vs_1"] == 1.0
     r = kazeia("bench", "--batch", "0,2")
     assert r.returncode == 2 and "positive batch sizes" in r.stderr
+
+
+def test_bench_contend_names_the_model_it_ran(tmp_path):
+    """--contend times idle and contended runs for both policies and says which model ran."""
+    env = {"KAZEIA_CACHE_DIR": str(tmp_path / "cache")}
+    r = kazeia("bench", "--model", "demo", "--contend", "1", "--frames", "2", "--runs", "1", "--no-peers", "--json", "-",
+               env=env)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["stage"] == "contend" and result["size"] and result["type"]
+    for policy in ("default", "fixed"):
+        p = result["policies"][policy]
+        assert p["idle"]["rtf"] > 0 and p["contended"]["rtf"] > 0 and p["contended_over_idle_rtf"] > 0

@@ -66,7 +66,9 @@ def bench_contend(n: int = 1, size: str = "0.6b", out_type: str = "q8_0", decode
         with contention(n):
             for name, engine in policies.items():
                 results[name]["contended"].append(_run(engine, frames))
-    out = {"stage": "contend", "model": str(path), "threads": threads, "cores": available_cores(), "contend": n,
+    info = policies["default"].info
+    out = {"stage": "contend", "model": str(path), "size": info.size_label, "type": info.file_type,
+           "threads": threads, "cores": available_cores(), "contend": n,
            "frames": frames, "runs": runs, "policies": {}}
     for name, r in results.items():
         idle, busy = _median(r["idle"]), _median(r["contended"])
