@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,9 +16,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 _alsa = Path(__file__).parent / "alsa" / "capture.conf"
 os.environ["ALSA_CONFIG_PATH"] = f"/usr/share/alsa/alsa.conf:{_alsa}"
-# ALSA resolves the capture file name once per process: one file for the session, read by offset
-os.environ.setdefault("KAZEIA_CAPTURE_FILE", os.path.join(__import__("tempfile").mkdtemp(prefix="kazeia-capture-"),
-                                                          "capture.raw"))
+# ALSA resolves the file names once per process: one capture file for the session. The devices pipe
+# into a sink that paces them to real time (24 kHz float32 mono, what the workbench plays).
+if "KAZEIA_CAPTURE_OUT" not in os.environ:
+    os.environ["KAZEIA_CAPTURE_OUT"] = os.path.join(tempfile.mkdtemp(prefix="kazeia-capture-"), "capture.raw")
+    _sink = [sys.executable, str(Path(__file__).parent / "alsa" / "paced_sink.py")]
+    os.environ["KAZEIA_CAPTURE_FILE"] = "|" + shlex.join([*_sink, os.environ["KAZEIA_CAPTURE_OUT"], str(24000 * 4)])
+    os.environ["KAZEIA_SILENT_SINK"] = "|" + shlex.join([*_sink, os.devnull, str(24000 * 4)])
 
 from goldens import GOLDEN, checkpoint_dir
 

@@ -428,11 +428,28 @@ def capture_device(audio: AudioOutput):
 
 
 def captured_audio() -> np.ndarray:
-    path = Path(os.environ["KAZEIA_CAPTURE_FILE"])
+    path = Path(os.environ["KAZEIA_CAPTURE_OUT"])
     if not path.exists():   # nothing played yet in this session
         return np.zeros(0, np.float32)
     captured = np.fromfile(path, dtype=np.float32)
-    return captured[captured != 0]   # the null device inserts silence, not at real-time pace
+    return captured[captured != 0]   # the device plays silence while it waits for samples
+
+
+def test_the_test_devices_play_in_real_time():
+    """An open stream on either test device consumes samples at about real time (the null device
+    alone spins a core and fills the disk with silence)."""
+    audio = AudioOutput()
+    device = capture_device(audio)
+    if device is None:
+        pytest.skip(f"no ALSA capture device ({audio.reason or 'PortAudio lists none'})")
+    for target in (device, None):
+        audio.set_device(target)
+        audio.play(np.full(24000 * 60, 0.01, np.float32))
+        time.sleep(1.0)
+        consumed = audio.position
+        audio.stop()
+        # the device's buffer lets it run ahead a little
+        assert consumed < 3 * 24000, f"{consumed} samples in 1 s on {target}"
 
 
 def capture_window(qtbot, workdir):
