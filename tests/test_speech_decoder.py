@@ -180,3 +180,20 @@ def test_bf16_decoder_products_match_ggml_and_do_not_depend_on_the_column_count(
         assert np.array_equal(ours, alone), (rows, cols, n)
         assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (rows, cols, n)
     assert not _native.compare_gemm_bf16(24, 64, 3)[0]   # rows not a multiple of 16: ggml's product
+
+
+def test_bf16_convolutions_read_their_taps_in_place_with_the_same_sums():
+    """The vocoder's bf16 convolutions skip im2col: one op reads each tap where it lies (f32 input
+    converted a chunk at a time, or bf16 input written by the snake before it) and adds bias and
+    residual as it stores. Equal bit for bit to im2col, the GEMM and separate adds, at the
+    vocoder's shapes (dilations 1, 3, 9; 1x1 convs; transposed-conv phases)."""
+    import numpy as np
+    from kazeia import _native
+    for channels, rows, taps, dilation, n in [(96, 96, 7, 9, 300), (192, 192, 7, 1, 50), (768, 768, 7, 3, 5),
+                                              (96, 96, 1, 1, 40), (32, 16, 7, 9, 20), (192, 576, 1, 1, 64)]:
+        applied, separate, f32_in, bf16_in = _native.compare_conv_bf16(channels, rows, taps, dilation, n, seed=rows)
+        if not applied:
+            pytest.skip("the bf16 GEMM needs AVX-512 BF16")
+        assert separate.shape == (taps * n - (taps - 1) * dilation, rows)
+        assert np.abs(separate).max() > 1   # (a product, not zeros)
+        assert np.array_equal(separate, f32_in) and np.array_equal(separate, bf16_in), (channels, taps, dilation)

@@ -256,6 +256,18 @@ void register_model(py::module_ & m) {
     }, "A prompt's causal attention over random q, k, v (n rows after pos0 earlier ones) through ggml's products "
        "and Kazeia's prefill op: (applied?, ggml [n, head_dim * heads], ours [n, head_dim * heads])",
        py::arg("head_dim"), py::arg("heads"), py::arg("kv_heads"), py::arg("n"), py::arg("pos0") = 0, py::arg("seed") = 0);
+    m.def("compare_conv_bf16", [triple](int64_t channels, int64_t rows, int taps, int dilation, int64_t n,
+                                        uint64_t seed) {
+        product_pair p;
+        {
+            py::gil_scoped_release release;
+            p = check_conv_bf16(channels, rows, taps, dilation, n, seed);
+        }
+        return triple(p, taps * n - int64_t(taps - 1) * dilation);
+    }, "A causal convolution with random bf16 weights [taps x channels, rows] over taps x n samples, plus bias and "
+       "residual: (applied?, im2col + GEMM + adds, the convolution op on f32 input, the same on bf16 input), each "
+       "[taps * n - (taps - 1) * dilation, rows]",
+       py::arg("channels"), py::arg("rows"), py::arg("taps"), py::arg("dilation"), py::arg("n"), py::arg("seed") = 0);
     m.def("compare_gemm_bf16", [triple](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;
         {

@@ -33,6 +33,11 @@ product_pair check_prefill_attention(int64_t head_dim, int64_t heads, int64_t kv
 // bf16 (the speech decoder's weights): ggml_mul_mat (`ggml`), Kazeia's GEMM over all n columns
 // (`theirs`) and column by column (`exact`; must equal `theirs`); applied: this CPU has AVX-512 BF16.
 product_pair check_gemm_bf16(int64_t rows, int64_t cols, int64_t n, uint64_t seed);
+// A causal convolution (the vocoder's) with bf16 weights [taps x channels, rows] over input of
+// taps x n columns, plus bias and residual: im2col, Kazeia's GEMM and separate adds (`ggml`), the
+// convolution op over f32 input (`theirs`) and over bf16 input read in place (`exact`); all three
+// must be equal bit for bit. applied: this CPU has AVX-512 BF16.
+product_pair check_conv_bf16(int64_t channels, int64_t rows, int taps, int dilation, int64_t n, uint64_t seed);
 // any type: the n columns as a batch (`ggml`) and each column alone (`theirs`); they must be equal.
 product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 

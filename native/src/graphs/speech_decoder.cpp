@@ -108,7 +108,6 @@ struct speech_decoder::weights {
     snake_w snake_out;
     conv_w voc_out;
 
-
     std::vector<const ggml_tensor *> replaced;   // file tensors only read to make derived copies
 
     static weight_layout layout_for(const std::string & weights_buffer, const std::string & device) {
@@ -299,25 +298,29 @@ struct speech_decoder_stream::impl {
 
     // ---- state ----------------------------------------------------------------------------
     // Context sizes in the same order the graph consumes them.
-    std::vector<std::pair<int64_t, int64_t>> state_shapes() const {
-        std::vector<std::pair<int64_t, int64_t>> s;
-        auto conv_ctx = [&](const conv_w & c) {
-            if (c.k > 1) s.push_back({c.c_in, int64_t(c.k - 1) * c.dilation});
+    struct state_shape {
+        int64_t channels, frames;
+        ggml_type type;   // bf16 where a bf16 product reads it in place
+    };
+    std::vector<state_shape> state_shapes() const {
+        std::vector<state_shape> s;
+        auto conv_ctx = [&](const conv_w & c, ggml_type type = GGML_TYPE_F32) {
+            if (c.k > 1) s.push_back({c.c_in, int64_t(c.k - 1) * c.dilation, type});
         };
         conv_ctx(W.pre_conv);
         const int64_t kv_dim = int64_t(hp.tfm.n_kv_heads) * hp.tfm.head_dim;
         for (size_t i = 0; i < W.layers.size(); ++i) {
-            s.push_back({kv_dim, kv_keep});   // keys (after RoPE)
-            s.push_back({kv_dim, kv_keep});   // values
+            s.push_back({kv_dim, kv_keep, GGML_TYPE_F32});   // keys (after RoPE)
+            s.push_back({kv_dim, kv_keep, GGML_TYPE_F32});   // values
         }
         for (const auto & u : W.upsample) {
-            if (u.up.k > u.up.stride) s.push_back({u.up.c_in, 1});
-            s.push_back({u.up.c_out, 6});   // depthwise k = 7
+            if (u.up.k > u.up.stride) s.push_back({u.up.c_in, 1, GGML_TYPE_F32});
+            s.push_back({u.up.c_out, 6, GGML_TYPE_F32});   // depthwise k = 7
         }
         conv_ctx(W.voc_in);
         for (const auto & b : W.blocks) {
-            if (b.up.k > b.up.stride) s.push_back({b.up.c_in, 1});
-            for (const auto & r : b.res) conv_ctx(r.conv1);
+            if (b.up.k > b.up.stride) s.push_back({b.up.c_in, 1, input_type(b.up)});
+            for (const auto & r : b.res) conv_ctx(r.conv1, input_type(r.conv1));   // after a snake
         }
         conv_ctx(W.voc_out);
         return s;
@@ -327,9 +330,7 @@ struct speech_decoder_stream::impl {
         const auto shapes = state_shapes();
         ggml_init_params params{ggml_tensor_overhead() * (shapes.size() + 1), nullptr, true};
         state_ctx = ggml_init(params);
-        for (const auto & [c, t] : shapes) {
-            state.push_back(ggml_new_tensor_2d(state_ctx, GGML_TYPE_F32, c, t));
-        }
+        for (const auto & [c, t, type] : shapes) state.push_back(ggml_new_tensor_2d(state_ctx, type, c, t));
         // (in the accelerator's memory when scheduled onto it: the ops that read and write it run there)
         ggml_backend_buffer_type_t buft = standard_ops && W.layout.buft ? W.layout.buft : ggml_backend_cpu_buffer_type();
         state_buf = ggml_backend_alloc_ctx_tensors_from_buft(state_ctx, buft);
@@ -353,6 +354,10 @@ struct speech_decoder_stream::impl {
         if (!name) return;
         ggml_set_name(t, name);   // also marks stage boundaries for profiling
         if (!g.stages) return;
+        if (t->type != GGML_TYPE_F32) {   // (a snake written as bf16 for the product after it)
+            t = ggml_cast(g.ctx, t, GGML_TYPE_F32);
+            ggml_build_forward_expand(g.gf, t);
+        }
         ggml_set_output(t);
         (*g.stages)[name] = t;
     }
@@ -361,7 +366,7 @@ struct speech_decoder_stream::impl {
     ggml_tensor * with_history(graph_ctx & g, ggml_tensor * x, int64_t keep) {
         if (keep == 0) return x;
         ggml_tensor * h = state[state_cursor++];
-        ggml_tensor * xc = ggml_concat(g.ctx, h, x, 1);
+        ggml_tensor * xc = join_columns(g.ctx, h, x, standard_ops);
         const int64_t n = xc->ne[1];
         ggml_tensor * tail = ggml_view_2d(g.ctx, xc, xc->ne[0], keep, xc->nb[1], (n - keep) * xc->nb[1]);
         ggml_build_forward_expand(g.gf, ggml_cpy(g.ctx, tail, h));
@@ -377,14 +382,34 @@ struct speech_decoder_stream::impl {
         return mm(ctx, a, b);
     }
 
-    // causal conv over [history ++ x]: im2col and one product whose contraction runs over all
-    // taps and channels (kernel rearranged tap-major at load)
-    ggml_tensor * causal_conv(graph_ctx & g, const conv_w & c, ggml_tensor * x) {
-        ggml_tensor * w2d = ggml_reshape_2d(g.ctx, c.weight, int64_t(c.k) * c.c_in, c.c_out);
-        if (c.k == 1) return ggml_add(g.ctx, prod(g.ctx, w2d, x), c.bias);
-        ggml_tensor * xc = with_history(g, x, int64_t(c.k - 1) * c.dilation);
-        ggml_tensor * cols = im2col_channel_major(g.ctx, xc, c.k, c.dilation, standard_ops);   // [K * Cin, n]
-        return ggml_add(g.ctx, prod(g.ctx, w2d, cols), c.bias);                   // [Cout, n]
+    // What a convolution reads: bf16 where Kazeia's bf16 product reads its input in place (the
+    // snake before it writes bf16, the values the product would round its columns to anyway).
+    ggml_type input_type(const conv_w & c) const {
+        return !standard_ops && conv_bf16_applies(c.weight, c.c_in) ? GGML_TYPE_BF16 : GGML_TYPE_F32;
+    }
+    ggml_type input_type(const tconv_w & c) const {
+        return !standard_ops && conv_bf16_applies(c.w, c.c_in) ? GGML_TYPE_BF16 : GGML_TYPE_F32;
+    }
+
+    // causal conv over [history ++ x], plus `residual` where given: with bf16 weights on the CPU
+    // one op reads the taps where they lie (bf16 input in place); else im2col and one product
+    // whose contraction runs over all taps and channels (kernel rearranged tap-major at load)
+    ggml_tensor * causal_conv(graph_ctx & g, const conv_w & c, ggml_tensor * x, ggml_tensor * residual = nullptr) {
+        ggml_tensor * y;
+        if (x->type == GGML_TYPE_BF16 || (!standard_ops && conv_bf16_applies(c.weight, c.c_in))) {
+            ggml_tensor * xc = with_history(g, x, int64_t(c.k - 1) * c.dilation);
+            if (c.bias->type == GGML_TYPE_F32) return conv_bf16(g.ctx, c.weight, xc, c.dilation, c.bias, residual);
+            y = ggml_add(g.ctx, conv_bf16(g.ctx, c.weight, xc, c.dilation), c.bias);
+        } else {
+            ggml_tensor * w2d = ggml_reshape_2d(g.ctx, c.weight, int64_t(c.k) * c.c_in, c.c_out);
+            ggml_tensor * cols = x;
+            if (c.k > 1) {
+                ggml_tensor * xc = with_history(g, x, int64_t(c.k - 1) * c.dilation);
+                cols = im2col_channel_major(g.ctx, xc, c.k, c.dilation, standard_ops);   // [K * Cin, n]
+            }
+            y = ggml_add(g.ctx, prod(g.ctx, w2d, cols), c.bias);                        // [Cout, n]
+        }
+        return residual ? ggml_add(g.ctx, residual, y) : y;
     }
 
     // causal transposed conv (output T * s): block i = taps[0, s) of input i + taps[s, 2s) of input i-1
@@ -392,11 +417,12 @@ struct speech_decoder_stream::impl {
         const int64_t n = x->ne[1];
         const int64_t block = int64_t(c.c_out) * c.stride;
         ggml_tensor * y;
+        const bool bf16_in = x->type == GGML_TYPE_BF16;
         if (c.k == c.stride) {
-            y = prod(g.ctx, c.w, x);
+            y = bf16_in ? conv_bf16(g.ctx, c.w, x, 1) : prod(g.ctx, c.w, x);
         } else {
             ggml_tensor * xc = with_history(g, x, 1);
-            ggml_tensor * cols = prod(g.ctx, c.w, xc);   // [Cout * k, n + 1]
+            ggml_tensor * cols = bf16_in ? conv_bf16(g.ctx, c.w, xc, 1) : prod(g.ctx, c.w, xc);   // [Cout * k, n + 1]
             ggml_tensor * now = ggml_view_2d(g.ctx, cols, block, n, cols->nb[1], cols->nb[1]);
             ggml_tensor * prev = ggml_view_2d(g.ctx, cols, block, n, cols->nb[1], block * ggml_element_size(cols));
             y = ggml_add(g.ctx, now, prev);
@@ -405,9 +431,9 @@ struct speech_decoder_stream::impl {
         return ggml_add(g.ctx, y, c.bias);
     }
 
-    ggml_tensor * snake(graph_ctx & g, const snake_w & s, ggml_tensor * x) {
+    ggml_tensor * snake(graph_ctx & g, const snake_w & s, ggml_tensor * x, ggml_type out = GGML_TYPE_F32) {
         if (!ggml_is_contiguous(x)) x = ggml_cont(g.ctx, x);
-        return snake_beta(g.ctx, x, s.alpha, s.inv_beta, standard_ops);
+        return snake_beta(g.ctx, x, s.alpha, s.inv_beta, standard_ops, out);
     }
 
     ggml_tensor * attention_layer(graph_ctx & g, const attn_layer_w & l, ggml_tensor * x, ggml_tensor * pos,
@@ -510,11 +536,10 @@ struct speech_decoder_stream::impl {
         static const char * block_names[] = {"decoder_1_block", "decoder_2_block", "decoder_3_block", "decoder_4_block"};
         for (size_t b = 0; b < W.blocks.size(); ++b) {
             const auto & blk = W.blocks[b];
-            x = causal_tconv(g, blk.up, snake(g, blk.snake, x));
+            x = causal_tconv(g, blk.up, snake(g, blk.snake, x, input_type(blk.up)));
             for (const auto & r : blk.res) {
-                ggml_tensor * y = causal_conv(g, r.conv1, snake(g, r.snake1, x));
-                y = causal_conv(g, r.conv2, snake(g, r.snake2, y));
-                x = ggml_add(g.ctx, x, y);
+                ggml_tensor * y = causal_conv(g, r.conv1, snake(g, r.snake1, x, input_type(r.conv1)));
+                x = causal_conv(g, r.conv2, snake(g, r.snake2, y, input_type(r.conv2)), x);
             }
             if (b < 4) record(g, block_names[b], x);
         }

@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
+
+#include "runtime/gemm_bf16.h"
 
 namespace kazeia {
 namespace {
@@ -52,6 +55,22 @@ void snake_op(ggml_tensor * dst, const ggml_tensor * x, const ggml_tensor * alph
     }
 }
 
+// the same, rounded to bf16 as it is written (for a bf16 product that reads it next)
+void snake_bf16_op(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * x = dst->src[0];
+    const int64_t channels = x->ne[0];
+    const int64_t rows = ggml_nrows(x);
+    const int64_t per = (rows + nth - 1) / nth;
+    const int64_t r1 = std::min(rows, per * (ith + 1));
+    thread_local std::vector<float> row;
+    row.resize(size_t(channels));
+    for (int64_t r = per * ith; r < r1; ++r) {
+        snake_row(static_cast<const float *>(x->data) + r * channels, row.data(),
+                  static_cast<const float *>(dst->src[1]->data), static_cast<const float *>(dst->src[2]->data), channels);
+        to_bf16(row.data(), static_cast<uint16_t *>(dst->data) + r * channels, channels);
+    }
+}
+
 void im2col_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * x = dst->src[0];
     const int64_t c = x->ne[0];
@@ -66,6 +85,20 @@ void im2col_op(ggml_tensor * dst, int ith, int nth, void *) {
         for (int64_t k = 0; k < kernel; ++k) {
             std::memcpy(out + (t * kernel + k) * c, src + (t + k * dilation) * c, size_t(c) * sizeof(float));
         }
+    }
+}
+
+// [a ++ b] along time: both channel-major and contiguous, so two byte ranges, split across threads
+void join_op(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * a = dst->src[0];
+    const ggml_tensor * b = dst->src[1];
+    const size_t na = ggml_nbytes(a), total = ggml_nbytes(dst);
+    const size_t begin = total * size_t(ith) / size_t(nth), end = total * size_t(ith + 1) / size_t(nth);
+    auto * out = static_cast<char *>(dst->data);
+    if (begin < na) std::memcpy(out + begin, static_cast<const char *>(a->data) + begin, std::min(end, na) - begin);
+    if (end > na) {
+        const size_t from = std::max(begin, na);
+        std::memcpy(out + from, static_cast<const char *>(b->data) + (from - na), end - from);
     }
 }
 
@@ -87,13 +120,27 @@ ggml_tensor * im2col_channel_major(ggml_context * ctx, ggml_tensor * x, int kern
     return ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0] * kernel, n, 1, 1, args, 1, im2col_op, GGML_N_TASKS_MAX, nullptr);
 }
 
+ggml_tensor * join_columns(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, bool standard) {
+    if (standard) return ggml_concat(ctx, a, b, 1);
+    GGML_ASSERT(a->type == b->type && a->ne[0] == b->ne[0] && ggml_is_contiguous(a) && ggml_is_contiguous(b));
+    GGML_ASSERT(ggml_n_dims(a) <= 2 && ggml_n_dims(b) <= 2);
+    ggml_tensor * args[] = {a, b};
+    return ggml_custom_4d(ctx, a->type, a->ne[0], a->ne[1] + b->ne[1], 1, 1, args, 2, join_op, GGML_N_TASKS_MAX, nullptr);
+}
+
 ggml_tensor * snake_beta(ggml_context * ctx, ggml_tensor * x, ggml_tensor * alpha, ggml_tensor * inv_beta,
-                         bool standard) {
+                         bool standard, ggml_type out) {
     GGML_ASSERT(x->type == GGML_TYPE_F32 && ggml_is_contiguous(x));
     GGML_ASSERT(alpha->ne[0] == x->ne[0] && inv_beta->ne[0] == x->ne[0]);
+    GGML_ASSERT(out == GGML_TYPE_F32 || (out == GGML_TYPE_BF16 && !standard));
     if (standard) {
         ggml_tensor * s = ggml_sqr(ctx, ggml_sin(ctx, ggml_mul(ctx, x, alpha)));
         return ggml_add(ctx, x, ggml_mul(ctx, s, inv_beta));
+    }
+    if (out == GGML_TYPE_BF16) {
+        ggml_tensor * args[] = {x, alpha, inv_beta};
+        return ggml_custom_4d(ctx, GGML_TYPE_BF16, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 3, snake_bf16_op,
+                              GGML_N_TASKS_MAX, nullptr);
     }
     return ggml_map_custom3(ctx, x, alpha, inv_beta, snake_op, GGML_N_TASKS_MAX, nullptr);
 }

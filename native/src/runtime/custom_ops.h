@@ -13,8 +13,9 @@ namespace kazeia {
 // x: [channels, time] f32 (channel-major); alpha, inv_beta: [channels] f32, precomputed exp(alpha)
 // and 1 / (exp(beta) + 1e-9).
 // standard: MUL, SIN, SQR, MUL, ADD in the order ggml-vulkan fuses into its own snake kernel.
+// out bf16 (custom op only): written rounded for a bf16 product (conv_bf16) that reads it next.
 ggml_tensor * snake_beta(ggml_context * ctx, ggml_tensor * x, ggml_tensor * alpha, ggml_tensor * inv_beta,
-                         bool standard = false);
+                         bool standard = false, ggml_type out = GGML_TYPE_F32);
 
 // The same function on plain arrays (for tests of the kernel itself).
 void snake_beta_rows(const float * x, float * y, const float * alpha, const float * inv_beta, int64_t channels,
@@ -25,5 +26,9 @@ void snake_beta_rows(const float * x, float * y, const float * alpha, const floa
 // (ggml_im2col wants time-major input and copies element by element).
 // standard: the K shifted windows (each contiguous) concatenated along channels.
 ggml_tensor * im2col_channel_major(ggml_context * ctx, ggml_tensor * x, int kernel, int dilation, bool standard = false);
+
+// [a ++ b] along time (ggml_concat on dimension 1): channel-major tensors are two byte ranges, copied
+// as such (ggml's concat goes element by element). standard: ggml_concat.
+ggml_tensor * join_columns(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, bool standard = false);
 
 }  // namespace kazeia

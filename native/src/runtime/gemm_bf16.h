@@ -19,4 +19,17 @@ namespace kazeia {
 // applies depends only on w, so a weight is always multiplied the same way.
 ggml_tensor * gemm_bf16(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
+// A causal convolution without im2col: x [C, T] (bf16, read in place, or f32, converted a chunk of
+// columns at a time) holds the input with its history, w bf16 [K * C, N] tap-major -> f32
+// [N, T - (K - 1) * dilation], column t reading x[:, t + k * dilation] for tap k, plus bias [N] and
+// then residual [N, n] where given. The sums run in the order gemm_bf16 runs them over the im2col
+// matrix and the adds in the order of separate ggml adds, so results equal that path's bit for bit.
+bool conv_bf16_applies(const ggml_tensor * w, int64_t channels);
+ggml_tensor * conv_bf16(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, int dilation, ggml_tensor * bias = nullptr,
+                        ggml_tensor * residual = nullptr);
+
+// f32 -> bf16 rounded as the products round their columns (nearest even; the instruction's handling
+// of subnormals)
+void to_bf16(const float * x, uint16_t * y, int64_t n);
+
 }  // namespace kazeia

@@ -20,13 +20,19 @@ bool is_view_op(const ggml_tensor * t) {
     }
 }
 
-// Kazeia's own products are custom ops of two sources, weight [K, N] and columns [K, n], giving
-// [N, n] (its other custom ops, SnakeBeta, im2col and the prompt's attention, have other shapes)
+// Kazeia's own products are custom ops of a weight [K, N] and columns [K, n], giving [N, n], or
+// (a convolution read in place) of a weight [taps x C, N] and bf16 input [C, T >= n], with bias and
+// residual after them (its other custom ops, SnakeBeta, im2col and the prompt's attention, have
+// other shapes)
 bool is_custom_product(const ggml_tensor * t) {
     const ggml_tensor * w = t->src[0];
     const ggml_tensor * x = t->src[1];
-    return t->op == GGML_OP_CUSTOM && w && x && !t->src[2] && ggml_n_dims(w) == 2 && x->ne[0] == w->ne[0] &&
-           t->ne[0] == w->ne[1] && t->ne[1] == x->ne[1] && t->ne[2] == 1 && t->ne[3] == 1;
+    if (t->op != GGML_OP_CUSTOM || !w || !x || ggml_n_dims(w) != 2 || t->ne[0] != w->ne[1] || t->ne[2] != 1 ||
+        t->ne[3] != 1) {
+        return false;
+    }
+    if (x->type == GGML_TYPE_BF16) return w->ne[0] % x->ne[0] == 0 && t->ne[1] <= x->ne[1];
+    return !t->src[2] && x->ne[0] == w->ne[0] && t->ne[1] == x->ne[1];
 }
 
 double matmul_flops(const ggml_tensor * t) {

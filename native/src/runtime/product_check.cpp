@@ -2,6 +2,7 @@
 
 #include "kazeia/kernel_checks.h"
 #include "graphs/blocks.h"
+#include "runtime/custom_ops.h"
 #include "runtime/gemm_bf16.h"
 #include "runtime/gemv_q8_0.h"
 #include "runtime/prefill_attention.h"
@@ -224,6 +225,33 @@ product_pair check_gemm_bf16(int64_t rows, int64_t cols, int64_t n, uint64_t see
     };
     auto y = compare_products(GGML_TYPE_BF16, rows, cols, n, seed, 2, {ggml_mul_mat, gemm_bf16, alone});
     return {!y[1].empty(), y[0], y[1].empty() ? y[0] : y[1], y[2].empty() ? y[0] : y[2]};
+}
+
+product_pair check_conv_bf16(int64_t channels, int64_t rows, int taps, int dilation, int64_t n, uint64_t seed) {
+    // compare_products' columns [taps x channels, n] read as a signal [channels, taps x n]; bias and
+    // residual (one column repeated) come from its first values
+    const int64_t length = taps * n, out = length - int64_t(taps - 1) * dilation;
+    auto terms = [rows, out](ggml_context * c, ggml_tensor * x) {
+        ggml_tensor * bias = ggml_cont(c, ggml_view_1d(c, x, rows, 0));
+        ggml_tensor * column = ggml_view_2d(c, x, rows, 1, rows * sizeof(float), rows * sizeof(float));
+        return std::make_pair(bias, ggml_repeat(c, column, ggml_new_tensor_2d(c, GGML_TYPE_F32, rows, out)));
+    };
+    auto signal = [channels, length](ggml_context * c, ggml_tensor * x) { return ggml_reshape_2d(c, x, channels, length); };
+    auto separate = [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) -> ggml_tensor * {
+        const auto [bias, residual] = terms(c, x);
+        ggml_tensor * y = gemm_bf16(c, w, im2col_channel_major(c, signal(c, x), taps, dilation));
+        return y ? ggml_add(c, residual, ggml_add(c, y, bias)) : nullptr;
+    };
+    auto fused = [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x, bool bf16_in) -> ggml_tensor * {
+        if (!conv_bf16_applies(w, channels)) return nullptr;
+        const auto [bias, residual] = terms(c, x);
+        ggml_tensor * s = signal(c, x);
+        return conv_bf16(c, w, bf16_in ? ggml_cast(c, s, GGML_TYPE_BF16) : s, dilation, bias, residual);
+    };
+    auto y = compare_products(GGML_TYPE_BF16, rows, taps * channels, n, seed, 2,
+                              {separate, [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return fused(c, w, x, false); },
+                               [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return fused(c, w, x, true); }});
+    return {!y[1].empty(), y[0], y[1], y[2]};
 }
 
 double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps, bool kazeia) {
