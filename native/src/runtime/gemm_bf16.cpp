@@ -162,7 +162,10 @@ void gemm_op(ggml_tensor * dst, int ith, int nth, void *) {
     const bool in_place = x->type == GGML_TYPE_BF16;
     const int taps = int(w->ne[0] / x->ne[0]);
     const int64_t dilation = taps > 1 ? (x->ne[1] - n) / (taps - 1) : 0;
-    const int64_t tiles = (rows + k_max_panels * k_lanes - 1) / (k_max_panels * k_lanes);
+    // tiles of equal height (96 rows: two of 48, not 64 + 32, which left one thread half idle)
+    const int64_t all_panels = rows / k_lanes;
+    const int64_t tiles = (all_panels + k_max_panels - 1) / k_max_panels;
+    const int64_t tile_panels = (all_panels + tiles - 1) / tiles;
     const int64_t chunks = (n + k_chunk_columns - 1) / k_chunk_columns;
     const int64_t tasks = tiles * chunks;
     thread_local scratch t;
@@ -172,8 +175,8 @@ void gemm_op(ggml_tensor * dst, int ith, int nth, void *) {
     // rearranges the tiles it serves once
     for (int64_t task = tasks * ith / nth; task < tasks * (ith + 1) / nth; ++task) {
         const int64_t tile = task / chunks, chunk = task % chunks;
-        const int64_t r0 = tile * k_max_panels * k_lanes;
-        const int panels = int(std::min<int64_t>(k_max_panels, (rows - r0) / k_lanes));
+        const int64_t r0 = tile * tile_panels * k_lanes;
+        const int panels = int(std::min<int64_t>(tile_panels, all_panels - tile * tile_panels));
         if (tile != t.tile) {
             pack_tile(w, r0, panels, t);
             t.tile = tile;
