@@ -391,24 +391,26 @@ struct speech_decoder_stream::impl {
         return !standard_ops && conv_bf16_applies(c.w, c.c_in) ? GGML_TYPE_BF16 : GGML_TYPE_F32;
     }
 
-    // causal conv over [history ++ x], plus `residual` where given: with bf16 weights on the CPU
-    // one op reads the taps where they lie (bf16 input in place); else im2col and one product
-    // whose contraction runs over all taps and channels (kernel rearranged tap-major at load)
+    // causal conv over [history ++ x], plus `residual` where given. With bf16 weights on the CPU one
+    // op reads the taps where they lie (bf16 input in place) and adds bias and residual as it stores;
+    // f32 weights with few outputs (the last conv) get a plain sliding dot; else im2col and one
+    // product whose contraction runs over all taps and channels (kernel rearranged tap-major at load)
     ggml_tensor * causal_conv(graph_ctx & g, const conv_w & c, ggml_tensor * x, ggml_tensor * residual = nullptr) {
+        ggml_tensor * w2d = ggml_reshape_2d(g.ctx, c.weight, int64_t(c.k) * c.c_in, c.c_out);
+        const int64_t history = int64_t(c.k - 1) * c.dilation;
         ggml_tensor * y;
         if (x->type == GGML_TYPE_BF16 || (!standard_ops && conv_bf16_applies(c.weight, c.c_in))) {
-            ggml_tensor * xc = with_history(g, x, int64_t(c.k - 1) * c.dilation);
+            ggml_tensor * xc = with_history(g, x, history);
             if (c.bias->type == GGML_TYPE_F32) return conv_bf16(g.ctx, c.weight, xc, c.dilation, c.bias, residual);
-            y = ggml_add(g.ctx, conv_bf16(g.ctx, c.weight, xc, c.dilation), c.bias);
+            y = conv_bf16(g.ctx, c.weight, xc, c.dilation);
+        } else if (!standard_ops && c.k > 1 && c.c_out < 16 && c.weight->type == GGML_TYPE_F32) {
+            y = conv_few_outputs(g.ctx, w2d, with_history(g, x, history), c.dilation);
         } else {
-            ggml_tensor * w2d = ggml_reshape_2d(g.ctx, c.weight, int64_t(c.k) * c.c_in, c.c_out);
-            ggml_tensor * cols = x;
-            if (c.k > 1) {
-                ggml_tensor * xc = with_history(g, x, int64_t(c.k - 1) * c.dilation);
-                cols = im2col_channel_major(g.ctx, xc, c.k, c.dilation, standard_ops);   // [K * Cin, n]
-            }
-            y = ggml_add(g.ctx, prod(g.ctx, w2d, cols), c.bias);                        // [Cout, n]
+            ggml_tensor * cols = c.k == 1 ? x : im2col_channel_major(g.ctx, with_history(g, x, history), c.k, c.dilation,
+                                                                     standard_ops);   // [K * Cin, n]
+            y = prod(g.ctx, w2d, cols);
         }
+        y = ggml_add(g.ctx, y, c.bias);   // [Cout, n]
         return residual ? ggml_add(g.ctx, residual, y) : y;
     }
 

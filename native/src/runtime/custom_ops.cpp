@@ -88,6 +88,40 @@ void im2col_op(ggml_tensor * dst, int ith, int nth, void *) {
     }
 }
 
+// sum of a[i] * b[i] in 16 independent lanes (vectorised without reassociating), then the lanes
+KAZEIA_SIMD_CLONES
+float dot_lanes(const float * a, const float * b, int64_t n) {
+    float lane[16] = {};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int j = 0; j < 16; ++j) lane[j] += a[i + j] * b[i + j];
+    }
+    for (; i < n; ++i) lane[i % 16] += a[i] * b[i];
+    float sum = 0.0f;
+    for (float v : lane) sum += v;
+    return sum;
+}
+
+// y[o, t] = sum over taps k of w[o, k] . x[:, t + k * dilation]; threads split the time axis
+void conv_few_outputs_op(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * w = dst->src[0];
+    const ggml_tensor * x = dst->src[1];
+    const int64_t channels = x->ne[0], taps = w->ne[0] / channels, outputs = w->ne[1], n = dst->ne[1];
+    const int64_t dilation = taps > 1 ? (x->ne[1] - n) / (taps - 1) : 0;
+    const auto * wd = static_cast<const float *>(w->data);
+    const auto * xd = static_cast<const float *>(x->data);
+    auto * y = static_cast<float *>(dst->data);
+    for (int64_t t = n * ith / nth; t < n * (ith + 1) / nth; ++t) {
+        for (int64_t o = 0; o < outputs; ++o) {
+            float sum = 0.0f;
+            for (int64_t k = 0; k < taps; ++k) {
+                sum += dot_lanes(wd + o * w->ne[0] + k * channels, xd + (t + k * dilation) * channels, channels);
+            }
+            y[t * outputs + o] = sum;
+        }
+    }
+}
+
 // [a ++ b] along time: both channel-major and contiguous, so two byte ranges, split across threads
 void join_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * a = dst->src[0];
@@ -118,6 +152,15 @@ ggml_tensor * im2col_channel_major(ggml_context * ctx, ggml_tensor * x, int kern
     }
     ggml_tensor * args[] = {x};
     return ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0] * kernel, n, 1, 1, args, 1, im2col_op, GGML_N_TASKS_MAX, nullptr);
+}
+
+ggml_tensor * conv_few_outputs(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, int dilation) {
+    GGML_ASSERT(w->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 && ggml_is_contiguous(w) && ggml_is_contiguous(x));
+    GGML_ASSERT(ggml_n_dims(w) <= 2 && ggml_n_dims(x) <= 2 && w->ne[0] % x->ne[0] == 0);
+    const int64_t taps = w->ne[0] / x->ne[0], n = x->ne[1] - (taps - 1) * dilation;
+    GGML_ASSERT(n > 0);
+    ggml_tensor * args[] = {w, x};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], n, 1, 1, args, 2, conv_few_outputs_op, GGML_N_TASKS_MAX, nullptr);
 }
 
 ggml_tensor * join_columns(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, bool standard) {

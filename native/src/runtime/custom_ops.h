@@ -27,6 +27,11 @@ void snake_beta_rows(const float * x, float * y, const float * alpha, const floa
 // standard: the K shifted windows (each contiguous) concatenated along channels.
 ggml_tensor * im2col_channel_major(ggml_context * ctx, ggml_tensor * x, int kernel, int dilation, bool standard = false);
 
+// A causal convolution with few output channels (the vocoder's last has one) in f32 without
+// im2col: w [K * C, N] tap-major, x [C, T] -> [N, T - (K - 1) * dilation]. (An im2col matrix of
+// K x the input for a product of one row cost more than the product.)
+ggml_tensor * conv_few_outputs(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, int dilation);
+
 // [a ++ b] along time (ggml_concat on dimension 1): channel-major tensors are two byte ranges, copied
 // as such (ggml's concat goes element by element). standard: ggml_concat.
 ggml_tensor * join_columns(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, bool standard = false);
