@@ -451,7 +451,7 @@ struct speech_decoder_stream::impl {
         const int64_t kv_dim = int64_t(t.n_kv_heads) * t.head_dim;
         auto window = [&](ggml_tensor * all) {   // aligned keys [kv_dim, kv_padded], zero padding
             ggml_tensor * used = ggml_view_2d(g.ctx, all, kv_dim, kv_lead + n, all->nb[1], (kv_keep - kv_lead) * all->nb[1]);
-            return ggml_pad(g.ctx, used, 0, int(kv_padded - kv_lead - n), 0, 0);
+            return pad_columns(g.ctx, used, kv_padded, standard_ops);
         };
         ggml_tensor * k_all = window(with_history(g, ggml_reshape_2d(g.ctx, k, kv_dim, n), kv_keep));
         ggml_tensor * v_all = window(with_history(g, v, kv_keep));

@@ -122,6 +122,16 @@ void conv_few_outputs_op(ggml_tensor * dst, int ith, int nth, void *) {
     }
 }
 
+// x's bytes, then zeros to the end of dst (x may be a view of whole columns: contiguous)
+void pad_op(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * x = dst->src[0];
+    const size_t nx = ggml_nbytes(x), total = ggml_nbytes(dst);
+    const size_t begin = total * size_t(ith) / size_t(nth), end = total * size_t(ith + 1) / size_t(nth);
+    auto * out = static_cast<char *>(dst->data);
+    if (begin < nx) std::memcpy(out + begin, static_cast<const char *>(x->data) + begin, std::min(end, nx) - begin);
+    if (end > nx) std::memset(out + std::max(begin, nx), 0, end - std::max(begin, nx));
+}
+
 // [a ++ b] along time: both channel-major and contiguous, so two byte ranges, split across threads
 void join_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * a = dst->src[0];
@@ -161,6 +171,13 @@ ggml_tensor * conv_few_outputs(ggml_context * ctx, ggml_tensor * w, ggml_tensor 
     GGML_ASSERT(n > 0);
     ggml_tensor * args[] = {w, x};
     return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], n, 1, 1, args, 2, conv_few_outputs_op, GGML_N_TASKS_MAX, nullptr);
+}
+
+ggml_tensor * pad_columns(ggml_context * ctx, ggml_tensor * x, int64_t columns, bool standard) {
+    if (standard) return ggml_pad(ctx, x, 0, int(columns - x->ne[1]), 0, 0);
+    GGML_ASSERT(ggml_is_contiguous(x) && ggml_n_dims(x) <= 2 && columns >= x->ne[1]);
+    ggml_tensor * args[] = {x};
+    return ggml_custom_4d(ctx, x->type, x->ne[0], columns, 1, 1, args, 1, pad_op, GGML_N_TASKS_MAX, nullptr);
 }
 
 ggml_tensor * join_columns(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, bool standard) {

@@ -32,6 +32,10 @@ ggml_tensor * im2col_channel_major(ggml_context * ctx, ggml_tensor * x, int kern
 // K x the input for a product of one row cost more than the product.)
 ggml_tensor * conv_few_outputs(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, int dilation);
 
+// x [C, T] followed by zero columns up to `columns` (ggml_pad on dimension 1, which goes element
+// by element). standard: ggml_pad.
+ggml_tensor * pad_columns(ggml_context * ctx, ggml_tensor * x, int64_t columns, bool standard = false);
+
 // [a ++ b] along time (ggml_concat on dimension 1): channel-major tensors are two byte ranges, copied
 // as such (ggml's concat goes element by element). standard: ggml_concat.
 ggml_tensor * join_columns(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, bool standard = false);
