@@ -283,6 +283,26 @@ def test_lanes_layout_matches_ggml_and_is_the_same_for_any_batch():
     assert not _native.compare_lanes("q4_k", 64, 1024, 2)[0]
 
 
+def test_lanes_copies_in_huge_pages_or_not_give_the_same_products():
+    """Lanes copies live in 2 MB-aligned chunks the kernel is asked to back with huge pages (fewer
+    TLB misses over a gigabyte of weights a frame); KAZEIA_NO_HUGE_PAGES gives each its own buffer.
+    Where the memory comes from must not change a bit of any product."""
+    import os
+    import subprocess
+    import sys
+    script = ("import sys, numpy as np; from kazeia import _native; "
+              "r = [_native.compare_lanes(t, 64, 1024, 3, seed=5) for t in ('q8_0', 'q6_k')]; "
+              "sys.stdout.write(repr([bool(a) for a, *_ in r]) + '|' + "
+              "'|'.join(np.ascontiguousarray(b).tobytes().hex() for _, _, b, _ in r))")
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, **extra}) for extra in ({}, {"KAZEIA_NO_HUGE_PAGES": "1"})]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    if runs[0].stdout.startswith("[False"):
+        pytest.skip("the lanes layout needs AVX-512 VNNI")
+    assert runs[0].stdout == runs[1].stdout and len(runs[0].stdout) > 1000
+
+
 def test_prefill_attention_matches_ggml():
     """A prompt's attention on the CPU runs as one op (keys and values transposed once per kv head,
     causal rows skip the keys they cannot see); it must give what ggml's two products and softmax

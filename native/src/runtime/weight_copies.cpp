@@ -87,22 +87,29 @@ weight_copies::~weight_copies() {
 }
 
 ggml_tensor * weight_copies::operator()(ggml_tensor * t) {
-    if (layout_.lanes && lanes_eligible(t) && ggml_backend_buffer_is_host(t->buffer) && buffers_.size() < k_max_tensors) {
+    if (layout_.lanes && lanes_eligible(t) && ggml_backend_buffer_is_host(t->buffer) && copies_ < k_max_tensors) {
         ggml_tensor * copy = ggml_dup_tensor(ctx_, t);
         ggml_set_name(copy, t->name);
-        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), ggml_nbytes(t));
-        if (buf && ggml_backend_tensor_alloc(buf, copy, ggml_backend_buffer_get_base(buf)) == GGML_STATUS_SUCCESS) {
-            ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        weight_arena::room room = arena_.take(ggml_nbytes(t));
+        ggml_backend_buffer_t own = room.buffer ? nullptr
+                                                : ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), ggml_nbytes(t));
+        ggml_backend_buffer_t buf = room.buffer ? room.buffer : own;
+        void * at = room.buffer ? room.address : own ? ggml_backend_buffer_get_base(own) : nullptr;
+        if (buf && ggml_backend_tensor_alloc(buf, copy, at) == GGML_STATUS_SUCCESS) {
+            if (own) {
+                ggml_backend_buffer_set_usage(own, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+                buffers_.push_back(own);
+            }
             lanes_pack(t, t->data, copy->data);
-            buffers_.push_back(buf);
+            ++copies_;
             mark_lanes(copy);
             lanes_.push_back(copy);
             if (m_) m_->release_pages(t);
             return copy;
         }
-        if (buf) ggml_backend_buffer_free(buf);   // no memory for it: the file's layout still works
+        if (own) ggml_backend_buffer_free(own);   // no memory for it: the file's layout still works
     }
-    if (!layout_.buft || !t || (layout_.repack && !repackable(t)) || buffers_.size() >= k_max_tensors) return t;
+    if (!layout_.buft || !t || (layout_.repack && !repackable(t)) || copies_ >= k_max_tensors) return t;
     if (layout_.device_checked) {
         // ggml_backend_sched aborts on a weight in device memory that its device does not
         // support as a tensor (e.g. larger than Vulkan's maxStorageBufferRange): keep those here
@@ -134,6 +141,7 @@ ggml_tensor * weight_copies::operator()(ggml_tensor * t) {
     ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
     ggml_backend_tensor_set(copy, t->data, 0, ggml_nbytes(t));   // a repack buffer interleaves as it stores
     buffers_.push_back(buf);
+    ++copies_;
     if (m_) m_->release_pages(t);
     return copy;
 }

@@ -11,6 +11,7 @@
 
 #include "ggml-backend.h"
 #include "ggml.h"
+#include "runtime/weight_arena.h"
 
 namespace kazeia {
 
@@ -54,7 +55,7 @@ public:
     ggml_tensor * operator()(ggml_tensor * t);
     // The same for a table read by other ops (rows looked up): never in a repacked layout.
     ggml_tensor * table(ggml_tensor * t) { return layout_.repack ? t : (*this)(t); }
-    size_t count() const { return buffers_.size(); }
+    size_t count() const { return copies_; }
     // weights left in CPU memory because the device cannot hold them ("name: why")
     const std::vector<std::string> & kept_on_cpu() const { return kept_; }
     ggml_backend_buffer_type_t buffer_type() const { return layout_.buft; }
@@ -67,6 +68,8 @@ private:
     std::vector<ggml_backend_buffer_t> buffers_;
     std::vector<std::string> kept_;
     std::vector<ggml_tensor *> lanes_;   // unmarked before their memory goes
+    weight_arena arena_;                 // where lanes copies live (huge pages), else one buffer each
+    size_t copies_ = 0;
 };
 
 }  // namespace kazeia
