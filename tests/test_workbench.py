@@ -686,7 +686,11 @@ def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window,
         panel.new_seed_button.click()
     assert done.args[0].done == 1   # only the selected line
     again = soundfile.read(out / "l2.wav", dtype="float32")[0]
-    assert len(again) == len(first) and not np.array_equal(again, first)
+    qtbot.wait(20)
+    # another seed may also sample the end of speech earlier, so the length can change too
+    assert 0 < len(again) <= 8 * 1920 and len(again) % 1920 == 0
+    assert len(again) != len(first) or not np.array_equal(again, first)
+    assert float(panel.table.item(2, 4).text()) == pytest.approx(len(again) / 24000, abs=0.01)
     assert "l2" in json.loads((out / "overrides.json").read_text())
     screenshot(window, "workbench-script")
     # reopened, the panel shows what the manifest says; render all keeps every line (new seed included)
