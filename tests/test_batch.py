@@ -119,10 +119,10 @@ def test_a_late_joiner_and_a_bad_request_leave_the_others_untouched(demo):
         engine.synthesize_many([Request("Fine.", speaker="ryan"), Request("Bad.", speaker="nobody")])
 
 
-@pytest.mark.parametrize("type_", ["q8_0", "q6_k"])
+@pytest.mark.parametrize("type_", ["q8_0", "q6_k", "q5_k"])
 def test_a_sequence_alone_and_in_a_batch_at_full_block_counts(tmp_path_factory, type_):
     """The tiny goldens' rows hold two q8_0 blocks, where every product sums alike; a "small" model's
-    rows hold several (q8_0) or whole q6_K blocks, so the kernels' four-accumulator paths run as at
+    rows hold several (q8_0) or whole q6_K and q5_K blocks, so the kernels' four-accumulator paths run as at
     full size. The code predictor feeds two rows at its first sub-step: alone they must be summed as
     in a batch (this caught a single path that used ggml's multi-column product there)."""
     from kazeia.engine import make_random_model
@@ -143,7 +143,7 @@ def test_a_sequence_alone_and_in_a_batch_at_full_block_counts(tmp_path_factory, 
             assert np.array_equal(a.codes, b.codes) and np.array_equal(a.audio, b.audio)
 
 
-@pytest.mark.parametrize("type_", ["q8_0", "q6_k", "f16"])
+@pytest.mark.parametrize("type_", ["q8_0", "q6_k", "q5_k", "f16"])
 def test_code_predictor_logits_do_not_depend_on_the_batch(tmp_path_factory, type_):
     """Bit for bit: each frame's 15 sub-step logits in a batch of 4 = alone = the step-by-step path."""
     from kazeia.engine import make_random_model

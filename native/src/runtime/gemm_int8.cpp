@@ -401,6 +401,206 @@ void pack_q6_k_panel(const uint8_t * src, int64_t k, uint8_t * dst, std::vector<
     }
 }
 
+// q5_K in lanes: per 16 rows and super-block of 256 values, the rows' fp16 d and dmin (64 bytes);
+// their 6-bit sub-block scales, then mins (per kind 128 values, value v = 16 x sub-block + row: low
+// four bits of v and v + 64 in one byte, 64 bytes; top two bits of v, v + 32, v + 64 and v + 96 in
+// one byte, 32 bytes); then per sub-block of 32 values the eight value registers' low nibbles two to
+// a byte (256 bytes) and their fifth bits, a 64-bit mask per register (64 bytes): 2816 bytes, exactly the
+// 16 rows' q5_K blocks. A weight is d sc q - dmin m with q in 0..31, so a sub-block adds
+// d sc xs (q . x) - dmin m xs (the sum of its 32 values): the column's q8_0 blocks are the sub-blocks.
+constexpr int64_t k_q5_sub_bytes = 320, k_q5_head_bytes = 64 + 2 * 96;
+constexpr int64_t k_q5_super_bytes = k_q5_head_bytes + 8 * k_q5_sub_bytes;
+static_assert(k_q5_super_bytes == 16 * 176, "a q5_K panel is as large as its 16 rows");
+
+// One kind of 6-bit value of a super-block (scales or mins: 96 bytes at src) as 128 bytes at out,
+// sub-block j's 16 rows at out + 16 j.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
+inline void six_bit_values(const uint8_t * src, uint8_t * out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03);
+    const __m512i lo = _mm512_loadu_si512(src);
+    const __m256i top = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + 64));
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(top), top, 1);
+    // 16-bit shifts: the two bits kept of each byte only ever come from that byte
+    const __m512i t0 = _mm512_and_si512(_mm512_srlv_epi16(both, _mm512_set_epi64(0x0002000200020002, 0x0002000200020002,
+        0x0002000200020002, 0x0002000200020002, 0, 0, 0, 0)), m3);
+    const __m512i t1 = _mm512_and_si512(_mm512_srlv_epi16(both, _mm512_set_epi64(0x0006000600060006, 0x0006000600060006,
+        0x0006000600060006, 0x0006000600060006, 0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
+        0x0004000400040004)), m3);
+    _mm512_storeu_si512(out, _mm512_or_si512(_mm512_and_si512(lo, m4), _mm512_slli_epi16(t0, 4)));
+    _mm512_storeu_si512(out + 64, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), m4), _mm512_slli_epi16(t1, 4)));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+inline __m512 rows_as_float(const uint8_t * bytes16) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes16))));
+}
+
+// value register U of a sub-block: its low nibble from nibble block U / 2, plus 16 where its
+// fifth-bit mask (64 bits, one per byte) has a bit
+template <int U>
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+inline __m512i q5_register(const uint8_t * sub) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i l = _mm512_loadu_si512(sub + 64 * (U / 2));
+    const __m512i low = U % 2 ? _mm512_and_si512(_mm512_srli_epi16(l, 4), m4) : _mm512_and_si512(l, m4);
+    uint64_t fifth;
+    std::memcpy(&fifth, sub + 256 + 8 * U, 8);
+    return _mm512_mask_add_epi8(low, _cvtu64_mask64(fifth), low, _mm512_set1_epi8(16));
+}
+
+// registers 4H .. 4H + 3 of a sub-block against C columns into part[p][c][*]
+template <int H, int C, int P, int S>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+inline void q5_half(const uint8_t * const (&sub)[P], const int8_t * const * xq, int64_t block,
+                    __m512i (&part)[P][C][S]) {
+    __m512i q[P][4];
+    for (int p = 0; p < P; ++p) {
+        q[p][0] = q5_register<4 * H + 0>(sub[p]);
+        q[p][1] = q5_register<4 * H + 1>(sub[p]);
+        q[p][2] = q5_register<4 * H + 2>(sub[p]);
+        q[p][3] = q5_register<4 * H + 3>(sub[p]);
+    }
+    for (int j = 0; j < 4; ++j) {
+        for (int c = 0; c < C; ++c) {
+            int32_t four;
+            std::memcpy(&four, xq[c] + 32 * block + 4 * (4 * H + j), 4);
+            const __m512i xb = _mm512_set1_epi32(four);
+            for (int p = 0; p < P; ++p) part[p][c][j % S] = _mm512_dpbusd_epi32(part[p][c][j % S], q[p][j], xb);
+        }
+    }
+}
+
+template <int C, int P>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+void tile_product_q5(const uint8_t * const * panel, const quantized_columns & x, int64_t k, int64_t c0, float * y,
+                     int64_t rows, int64_t r0) {
+    const column_refs<C> cols(x, k, k / 32, c0);   // offsets: each block's sum of values
+    __m512 acc[P][C];
+    for (int p = 0; p < P; ++p) {
+        for (int c = 0; c < C; ++c) acc[p][c] = _mm512_setzero_ps();
+    }
+    constexpr int S = C * P <= 4 ? 2 : 1;   // as in tile_product
+    for (int64_t sb = 0; sb < k / 256; ++sb) {
+        __m512 d[P], dmin[P];
+        alignas(64) uint8_t scales[P][2][128];   // [panel][scale, min][sub-block x 16 + row]
+        for (int p = 0; p < P; ++p) {
+            const uint8_t * head = panel[p] + sb * k_q5_super_bytes;
+            d[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(head)));
+            dmin[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(head + 32)));
+            six_bit_values(head + 64, scales[p][0]);
+            six_bit_values(head + 160, scales[p][1]);
+        }
+        for (int64_t j = 0; j < 8; ++j) {
+            const int64_t block = sb * 8 + j;
+            __m512 dsc[P], dm[P];
+            const uint8_t * sub[P];
+            for (int p = 0; p < P; ++p) {
+                dsc[p] = _mm512_mul_ps(d[p], rows_as_float(scales[p][0] + 16 * j));
+                dm[p] = _mm512_mul_ps(dmin[p], rows_as_float(scales[p][1] + 16 * j));
+                sub[p] = panel[p] + sb * k_q5_super_bytes + k_q5_head_bytes + j * k_q5_sub_bytes;
+            }
+            __m512i part[P][C][S];
+            for (int p = 0; p < P; ++p) {
+                for (int c = 0; c < C; ++c) {
+                    for (int s2 = 0; s2 < S; ++s2) part[p][c][s2] = _mm512_setzero_si512();
+                }
+            }
+            q5_half<0, C, P, S>(sub, cols.q, block, part);
+            q5_half<1, C, P, S>(sub, cols.q, block, part);
+            for (int c = 0; c < C; ++c) {
+                const float xs = cols.d[c][block];
+                const __m512 xsv = _mm512_set1_ps(xs), mins = _mm512_set1_ps(xs * float(cols.offset[c][block]));
+                for (int p = 0; p < P; ++p) {
+                    const __m512i dot = S == 2 ? _mm512_add_epi32(part[p][c][0], part[p][c][S - 1]) : part[p][c][0];
+                    acc[p][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dsc[p], xsv), acc[p][c]);
+                    acc[p][c] = _mm512_fnmadd_ps(dm[p], mins, acc[p][c]);
+                }
+            }
+        }
+    }
+    store_tile<C, P>(acc, y, c0, rows, r0);
+}
+
+template <int C, int P>
+void tile_columns_q5(const uint8_t * const * panel, const quantized_columns & x, int64_t k, int64_t c0, int64_t n,
+                     float * y, int64_t rows, int64_t r0) {
+    if constexpr (C > 1) {
+        if (n < C) return tile_columns_q5<C - 1, P>(panel, x, k, c0, n, y, rows, r0);
+    }
+    tile_product_q5<C, P>(panel, x, k, c0, y, rows, r0);
+}
+
+// ggml's 6-bit scale and min of sub-block j of a q5_K / q4_K block
+inline void scale_min_k4(int j, const uint8_t * q, uint8_t & sc, uint8_t & m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+// 16 rows of q5_K -> one lanes panel at dst (dst may be the rows' own memory)
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
+void pack_q5_k_panel(const uint8_t * src, int64_t k, uint8_t * dst, std::vector<uint8_t> & raw, std::vector<uint8_t> & values) {
+    constexpr size_t block_bytes = 176;   // d, dmin, scales[12], qh[32], qs[128]
+    const int64_t nb = k / 256;
+    const size_t row_bytes = size_t(nb) * block_bytes;
+    raw.assign(src, src + k_lanes * row_bytes);
+    values.resize(size_t(k_lanes * k));
+    for (int64_t r = 0; r < k_lanes; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t * blk = raw.data() + r * row_bytes + b * block_bytes;
+            const uint8_t * qh = blk + 16, * qs = blk + 48;
+            uint8_t * v = values.data() + r * k + b * 256;
+            for (int pair = 0; pair < 4; ++pair) {   // 64 values: low nibbles, then high nibbles of 32 bytes
+                for (int l = 0; l < 32; ++l) {
+                    v[64 * pair + l] = uint8_t((qs[32 * pair + l] & 0xF) | (((qh[l] >> (2 * pair)) & 1) << 4));
+                    v[64 * pair + 32 + l] = uint8_t((qs[32 * pair + l] >> 4) | (((qh[l] >> (2 * pair + 1)) & 1) << 4));
+                }
+            }
+        }
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t sb = 0; sb < nb; ++sb) {
+        uint8_t * out = dst + sb * k_q5_super_bytes;
+        std::memset(out + 64, 0, 2 * 96);
+        for (int64_t r = 0; r < k_lanes; ++r) {
+            const uint8_t * blk = raw.data() + r * row_bytes + sb * block_bytes;
+            std::memcpy(out + 2 * r, blk, 2);            // d
+            std::memcpy(out + 32 + 2 * r, blk + 2, 2);   // dmin
+            for (int j = 0; j < 8; ++j) {
+                uint8_t sc, m;
+                scale_min_k4(j, blk + 4, sc, m);
+                const int64_t v = 16 * j + r;
+                for (int kind = 0; kind < 2; ++kind) {
+                    const uint8_t value = kind ? m : sc;
+                    uint8_t * s = out + 64 + 96 * kind;
+                    s[v % 64] |= uint8_t((value & 0xF) << (4 * (v / 64)));
+                    s[64 + v % 32] |= uint8_t((value >> 4) << (2 * (v / 32)));
+                }
+            }
+        }
+        for (int chunk = 0; chunk < 4; ++chunk) {   // 64 values: two sub-blocks
+            __m512i v[16];
+            transpose_16x16(values.data() + sb * 256 + chunk * 64, k, v);
+            for (int half = 0; half < 2; ++half) {
+                const __m512i * reg = v + 8 * half;
+                uint8_t * sub = out + k_q5_head_bytes + (2 * chunk + half) * k_q5_sub_bytes;
+                for (int u = 0; u < 8; ++u) {
+                    const uint64_t fifth = _cvtmask64_u64(_mm512_test_epi8_mask(reg[u], _mm512_set1_epi8(0x10)));
+                    std::memcpy(sub + 256 + 8 * u, &fifth, 8);
+                }
+                for (int i = 0; i < 4; ++i) {
+                    _mm512_storeu_si512(sub + 64 * i, _mm512_or_si512(_mm512_and_si512(reg[2 * i], m4),
+                                                                     _mm512_slli_epi16(_mm512_and_si512(reg[2 * i + 1], m4), 4)));
+                }
+            }
+        }
+    }
+}
+
 bool cpu_has_vnni512() {
     static const bool yes = cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
@@ -441,18 +641,33 @@ void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * w = dst->src[0];
     const ggml_tensor * x = dst->src[1];
     const int64_t k = w->ne[0], rows = w->ne[1], n = x->ne[1];
-    const bool q6 = w->type == GGML_TYPE_Q6_K;
+    const bool q6 = w->type == GGML_TYPE_Q6_K, q5 = w->type == GGML_TYPE_Q5_K;
     thread_local quantized_columns xq;
-    quantize_columns(x, q6 ? 16 : 32, q6 ? 32 : 128, xq);
+    // q6_K: offsets remove the +32 of its stored values; q5_K: the block sums its mins multiply
+    quantize_columns(x, q6 ? 16 : 32, q6 ? 32 : q5 ? 1 : 128, xq);
     const int64_t gb = group_bytes(32, true);
-    const int64_t panel_bytes = q6 ? (k / 256) * k_q6_super_bytes : (k / 32) * gb;
+    const int64_t panel_bytes = q6 ? (k / 256) * k_q6_super_bytes : q5 ? (k / 256) * k_q5_super_bytes : (k / 32) * gb;
     const auto * base = static_cast<const uint8_t *>(w->data);
     int64_t p0, p1;
     panel_range(rows, ith, nth, p0, p1);
     float * y = static_cast<float *>(dst->data);
     for (int64_t p = p0; p < p1; p += 2) {
         const int np = int(std::min<int64_t>(2, p1 - p));
-        if (q6 && n >= 8) {   // a prompt: one panel's unpacked values serve eight columns
+        if (q5) {
+            const uint8_t * panels[2] = {base + p * panel_bytes, base + (p + 1) * panel_bytes};
+            for (int64_t c = 0; c < n; c += (n >= 8 ? 8 : 4)) {
+                if (n >= 8) {   // a prompt: one panel at a time, its values serving eight columns
+                    for (int i = 0; i < np; ++i) {
+                        const uint8_t * one[1] = {panels[i]};
+                        tile_columns_q5<8, 1>(one, xq, k, c, std::min<int64_t>(8, n - c), y, rows, (p + i) * k_lanes);
+                    }
+                } else if (np == 2) {
+                    tile_columns_q5<4, 2>(panels, xq, k, c, std::min<int64_t>(4, n - c), y, rows, p * k_lanes);
+                } else {
+                    tile_columns_q5<4, 1>(panels, xq, k, c, std::min<int64_t>(4, n - c), y, rows, p * k_lanes);
+                }
+            }
+        } else if (q6 && n >= 8) {   // a prompt: one panel's unpacked values serve eight columns
             for (int i = 0; i < np; ++i) {
                 const uint8_t * panel[1] = {base + (p + i) * panel_bytes};
                 for (int64_t c = 0; c < n; c += 8) {
@@ -505,7 +720,7 @@ ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 }
 
 bool lanes_eligible(const ggml_tensor * w) {
-    return w && (w->type == GGML_TYPE_Q8_0 || w->type == GGML_TYPE_Q6_K) && ggml_n_dims(w) == 2 &&
+    return w && (w->type == GGML_TYPE_Q8_0 || w->type == GGML_TYPE_Q6_K || w->type == GGML_TYPE_Q5_K) && ggml_n_dims(w) == 2 &&
            w->ne[1] % k_lanes == 0 && w->ne[0] % 64 == 0 && ggml_is_contiguous(w) && gemm_int8_available();
 }
 
@@ -513,6 +728,14 @@ void lanes_pack(const ggml_tensor * w, const void * src, void * dst) {
     if (w->type == GGML_TYPE_Q8_0) return lanes_pack_q8_0(src, dst, w->ne[0], w->ne[1]);
 #ifdef KAZEIA_X86
     std::vector<uint8_t> raw, values;
+    if (w->type == GGML_TYPE_Q5_K) {
+        const size_t panel_bytes = size_t(w->ne[0] / 256) * size_t(k_q5_super_bytes);
+        for (int64_t p = 0; p < w->ne[1] / k_lanes; ++p) {
+            pack_q5_k_panel(static_cast<const uint8_t *>(src) + p * panel_bytes, w->ne[0],
+                            static_cast<uint8_t *>(dst) + p * panel_bytes, raw, values);
+        }
+        return;
+    }
     std::vector<float> scales;
     const size_t panel_bytes = size_t(w->ne[0] / 256) * size_t(k_q6_super_bytes);
     for (int64_t p = 0; p < w->ne[1] / k_lanes; ++p) {
@@ -560,7 +783,7 @@ void mark_lanes(const ggml_tensor * w, bool lanes) {
 
 bool is_lanes(const ggml_tensor * w) {
 #ifdef KAZEIA_X86
-    if (!w || !w->data || (w->type != GGML_TYPE_Q8_0 && w->type != GGML_TYPE_Q6_K)) return false;
+    if (!w || !w->data || (w->type != GGML_TYPE_Q8_0 && w->type != GGML_TYPE_Q6_K && w->type != GGML_TYPE_Q5_K)) return false;
     std::lock_guard<std::mutex> lock(g_lanes_mutex);
     return g_lanes.count(w->data) != 0;
 #else
@@ -573,7 +796,7 @@ ggml_tensor * lanes_product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x
 #ifdef KAZEIA_X86
     if (!is_lanes(w)) return nullptr;
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
-    return one_column_op(ctx, w, x, w->type, w->type == GGML_TYPE_Q6_K ? 256 : 32, lanes_op, /*any_columns=*/true);
+    return one_column_op(ctx, w, x, w->type, w->type == GGML_TYPE_Q8_0 ? 32 : 256, lanes_op, /*any_columns=*/true);
 #else
     (void)ctx, (void)w, (void)x;
     return nullptr;

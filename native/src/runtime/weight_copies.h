@@ -1,7 +1,7 @@
 // Copies of a model's weights in another buffer type, made once per network, with the file's pages
 // let go. Four uses: ggml's interleaved CPU layout (CPU_REPACK: on x86 with AVX2, q4_K matrices
-// whose row count is a multiple of 8 multiply faster from it), Kazeia's lanes layout for q8_0
-// matrices (AVX-512 VNNI), placement `accel-weights` (every
+// whose row count is a multiple of 8 multiply faster from it), Kazeia's lanes layout for q8_0, q6_K
+// and q5_K matrices (AVX-512 VNNI), placement `accel-weights` (every
 // weight in an accelerator's host-visible buffer, computed on by the CPU) and `accel-sched` (every
 // weight in the accelerator's own memory).
 #pragma once
@@ -24,7 +24,7 @@ struct weight_layout {
     // type it has no use for) stays in CPU memory, where ggml's scheduler runs its ops on the CPU
     // and the launch report names them, instead of aborting the process on first use
     bool device_checked = false;
-    // q8_0 matrices rearranged into Kazeia's lanes layout (runtime/gemm_int8.h), which only
+    // q8_0, q6_K and q5_K matrices rearranged into Kazeia's lanes layout (runtime/gemm_int8.h), which only
     // `product` reads: for stages whose every matrix goes through it (the talker, the code predictor)
     bool lanes = false;
 };
