@@ -106,8 +106,13 @@ def test_bench_pipeline_smoke(tmp_path, converted):
     totals = k["runs_total_ms_per_frame"]
     assert len(totals) == 3 and sorted(totals)[1] == pytest.approx(k["total_ms_per_frame"])   # the median run
     assert 0 < k["ttfa_ms"] and k["rtf"] > 0 and k["peak_rss_mb"] > 0
-    assert result["roofline"]["talker_plus_code_predictor_roofline_ms"] > 0
+    roof = result["roofline"]
+    assert roof["talker_plus_code_predictor_roofline_ms"] > 0
+    # bandwidth read before each run and after the last; the roofline takes their median
+    assert len(roof["bandwidth_probes_gbs"]) == 4 and min(roof["bandwidth_probes_gbs"]) > 0
+    assert roof["read_bandwidth_gbs"]["1"] == pytest.approx(float(np.median(roof["bandwidth_probes_gbs"])))
     assert "a model file was given" in result["checkpoint"] and "vox" not in result
+    assert "GB/s around the runs" in r.stdout
 
 
 def test_divergence_metrics():

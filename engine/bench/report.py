@@ -43,7 +43,9 @@ def summary(result: dict) -> str:
                         [["Kazeia", _ms(k["ms_per_frame"]), f"{k['total_ms_per_frame']:.1f}", f"{k['ttfa_ms']:.0f}",
                           f"{k['rtf']:.2f}", f"{k['peak_rss_mb']:.0f}"]])
         r = result["roofline"]
-        lines.append(f"talker + code predictor at {r['ratio_to_roofline']:.2f}x the memory-bandwidth roofline")
+        probes = r.get("bandwidth_probes_gbs") or [r["read_bandwidth_gbs"][str(result["threads"])]]
+        lines.append(f"talker + code predictor at {r['ratio_to_roofline']:.2f}x the memory-bandwidth roofline "
+                     f"(read bandwidth {min(probes):.0f}-{max(probes):.0f} GB/s around the runs)")
         for name, key in (("vox", "vox"), ("reference", "reference")):
             text = _compared(name, result.get(key), k["total_ms_per_frame"], "total_ms_per_frame")
             if text:

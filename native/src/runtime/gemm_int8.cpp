@@ -653,18 +653,21 @@ void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
     float * y = static_cast<float *>(dst->data);
     for (int64_t p = p0; p < p1; p += 2) {
         const int np = int(std::min<int64_t>(2, p1 - p));
-        if (q5) {
+        if (q5 && n >= 8) {   // a prompt: one panel (in L1) at a time, its values serving eight columns
+            for (int i = 0; i < np; ++i) {
+                const uint8_t * panel[1] = {base + (p + i) * panel_bytes};
+                for (int64_t c = 0; c < n; c += 8) {
+                    tile_columns_q5<8, 1>(panel, xq, k, c, std::min<int64_t>(8, n - c), y, rows, (p + i) * k_lanes);
+                }
+            }
+        } else if (q5) {
             const uint8_t * panels[2] = {base + p * panel_bytes, base + (p + 1) * panel_bytes};
-            for (int64_t c = 0; c < n; c += (n >= 8 ? 8 : 4)) {
-                if (n >= 8) {   // a prompt: one panel at a time, its values serving eight columns
-                    for (int i = 0; i < np; ++i) {
-                        const uint8_t * one[1] = {panels[i]};
-                        tile_columns_q5<8, 1>(one, xq, k, c, std::min<int64_t>(8, n - c), y, rows, (p + i) * k_lanes);
-                    }
-                } else if (np == 2) {
-                    tile_columns_q5<4, 2>(panels, xq, k, c, std::min<int64_t>(4, n - c), y, rows, p * k_lanes);
+            for (int64_t c = 0; c < n; c += 4) {
+                const int64_t nc = std::min<int64_t>(4, n - c);
+                if (np == 2) {
+                    tile_columns_q5<4, 2>(panels, xq, k, c, nc, y, rows, p * k_lanes);
                 } else {
-                    tile_columns_q5<4, 1>(panels, xq, k, c, std::min<int64_t>(4, n - c), y, rows, p * k_lanes);
+                    tile_columns_q5<4, 1>(panels, xq, k, c, nc, y, rows, p * k_lanes);
                 }
             }
         } else if (q6 && n >= 8) {   // a prompt: one panel's unpacked values serve eight columns
