@@ -350,15 +350,6 @@ void tile_product_q6(const uint8_t * const * panel, const quantized_columns & x,
     store_tile<C, P>(acc, y, c0, rows, r0);
 }
 
-template <int C, int P>
-void tile_columns_q6(const uint8_t * const * panel, const quantized_columns & x, int64_t k, int64_t c0, int64_t n,
-                     float * y, int64_t rows, int64_t r0) {
-    if constexpr (C > 1) {
-        if (n < C) return tile_columns_q6<C - 1, P>(panel, x, k, c0, n, y, rows, r0);
-    }
-    tile_product_q6<C, P>(panel, x, k, c0, y, rows, r0);
-}
-
 // 16 rows of q6_K -> one lanes panel at dst (dst may be the rows' own memory)
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 void pack_q6_k_panel(const uint8_t * src, int64_t k, uint8_t * dst, std::vector<uint8_t> & raw, std::vector<uint8_t> & values,
@@ -521,13 +512,18 @@ void tile_product_q5(const uint8_t * const * panel, const quantized_columns & x,
     store_tile<C, P>(acc, y, c0, rows, r0);
 }
 
-template <int C, int P>
-void tile_columns_q5(const uint8_t * const * panel, const quantized_columns & x, int64_t k, int64_t c0, int64_t n,
-                     float * y, int64_t rows, int64_t r0) {
+// A K-quant lanes kernel (q6_K, or q5_K with Q5) for n columns from c0, n <= C.
+template <bool Q5, int C, int P>
+void tile_columns_k(const uint8_t * const * panel, const quantized_columns & x, int64_t k, int64_t c0, int64_t n,
+                    float * y, int64_t rows, int64_t r0) {
     if constexpr (C > 1) {
-        if (n < C) return tile_columns_q5<C - 1, P>(panel, x, k, c0, n, y, rows, r0);
+        if (n < C) return tile_columns_k<Q5, C - 1, P>(panel, x, k, c0, n, y, rows, r0);
     }
-    tile_product_q5<C, P>(panel, x, k, c0, y, rows, r0);
+    if constexpr (Q5) {
+        tile_product_q5<C, P>(panel, x, k, c0, y, rows, r0);
+    } else {
+        tile_product_q6<C, P>(panel, x, k, c0, y, rows, r0);
+    }
 }
 
 // ggml's 6-bit scale and min of sub-block j of a q5_K / q4_K block
@@ -637,6 +633,30 @@ void gemm_op(ggml_tensor * dst, int ith, int nth, void *) {
     }
 }
 
+// Panels [p, p + np) of a K-quant lanes weight against every column.
+template <bool Q5>
+void k_quant_panels(const uint8_t * base, int64_t panel_bytes, const quantized_columns & xq, int64_t k, int64_t n,
+                    float * y, int64_t rows, int64_t p, int np) {
+    if (n >= 8) {   // a prompt: one panel (in L1) at a time, its unpacked values serving eight columns
+        for (int i = 0; i < np; ++i) {
+            const uint8_t * panel[1] = {base + (p + i) * panel_bytes};
+            for (int64_t c = 0; c < n; c += 8) {
+                tile_columns_k<Q5, 8, 1>(panel, xq, k, c, std::min<int64_t>(8, n - c), y, rows, (p + i) * k_lanes);
+            }
+        }
+        return;
+    }
+    const uint8_t * panels[2] = {base + p * panel_bytes, base + (p + 1) * panel_bytes};   // steps: two in flight
+    for (int64_t c = 0; c < n; c += 4) {
+        const int64_t nc = std::min<int64_t>(4, n - c);
+        if (np == 2) {
+            tile_columns_k<Q5, 4, 2>(panels, xq, k, c, nc, y, rows, p * k_lanes);
+        } else {
+            tile_columns_k<Q5, 4, 1>(panels, xq, k, c, nc, y, rows, p * k_lanes);
+        }
+    }
+}
+
 void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * w = dst->src[0];
     const ggml_tensor * x = dst->src[1];
@@ -653,40 +673,10 @@ void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
     float * y = static_cast<float *>(dst->data);
     for (int64_t p = p0; p < p1; p += 2) {
         const int np = int(std::min<int64_t>(2, p1 - p));
-        if (q5 && n >= 8) {   // a prompt: one panel (in L1) at a time, its values serving eight columns
-            for (int i = 0; i < np; ++i) {
-                const uint8_t * panel[1] = {base + (p + i) * panel_bytes};
-                for (int64_t c = 0; c < n; c += 8) {
-                    tile_columns_q5<8, 1>(panel, xq, k, c, std::min<int64_t>(8, n - c), y, rows, (p + i) * k_lanes);
-                }
-            }
-        } else if (q5) {
-            const uint8_t * panels[2] = {base + p * panel_bytes, base + (p + 1) * panel_bytes};
-            for (int64_t c = 0; c < n; c += 4) {
-                const int64_t nc = std::min<int64_t>(4, n - c);
-                if (np == 2) {
-                    tile_columns_q5<4, 2>(panels, xq, k, c, nc, y, rows, p * k_lanes);
-                } else {
-                    tile_columns_q5<4, 1>(panels, xq, k, c, nc, y, rows, p * k_lanes);
-                }
-            }
-        } else if (q6 && n >= 8) {   // a prompt: one panel's unpacked values serve eight columns
-            for (int i = 0; i < np; ++i) {
-                const uint8_t * panel[1] = {base + (p + i) * panel_bytes};
-                for (int64_t c = 0; c < n; c += 8) {
-                    tile_columns_q6<8, 1>(panel, xq, k, c, std::min<int64_t>(8, n - c), y, rows, (p + i) * k_lanes);
-                }
-            }
-        } else if (q6) {      // steps: two panels in flight
-            const uint8_t * panels[2] = {base + p * panel_bytes, base + (p + 1) * panel_bytes};
-            for (int64_t c = 0; c < n; c += 4) {
-                const int64_t nc = std::min<int64_t>(4, n - c);
-                if (np == 2) {
-                    tile_columns_q6<4, 2>(panels, xq, k, c, nc, y, rows, p * k_lanes);
-                } else {
-                    tile_columns_q6<4, 1>(panels, xq, k, c, nc, y, rows, p * k_lanes);
-                }
-            }
+        if (q5) {
+            k_quant_panels<true>(base, panel_bytes, xq, k, n, y, rows, p, np);
+        } else if (q6) {
+            k_quant_panels<false>(base, panel_bytes, xq, k, n, y, rows, p, np);
         } else {
             const panel_view views[2] = {{base + p * panel_bytes, gb, true}, {base + (p + 1) * panel_bytes, gb, true}};
             panels_product(views, np, xq, k, 32, n, y, rows, p * k_lanes);
