@@ -472,6 +472,7 @@ class AudioStream:
                 self._pending.clear()
             else:
                 self._decode_pending()
+            self._release_decoder()
             t = self._timings
             t.prefill_ms = float(out["prefill_ms"])
             t.frames = len(codes)
@@ -484,8 +485,14 @@ class AudioStream:
         self._end()
 
     def _fail(self, error: BaseException) -> None:
-        self.error = error
+        self.error = error   # the decoder stream is not reused: a push may have failed half-way
         self._end()
+
+    def _release_decoder(self) -> None:
+        """Every push of this stream is done: the engine's next stream may reuse its decoder stream."""
+        decoder, self._decoder = self._decoder, None
+        if decoder is not None:
+            decoder._decoder.release(decoder)
 
     def _end(self) -> None:
         self._ended.set()

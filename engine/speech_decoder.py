@@ -37,6 +37,7 @@ class DecoderStream:
                                                    max_graph_frames=max_graph_frames, profile=profile,
                                                    share_compute=share_compute)
         self._decoder = decoder   # keeps the weights alive while the stream lives
+        self._reusable = share_compute and max_graph_frames == 8 and not profile
 
     @property
     def samples_per_frame(self) -> int:
@@ -82,6 +83,10 @@ class SpeechDecoder:
         self._native = _native.SpeechDecoder(model.native, weights_buffer=weights_buffer, device=device)
         self._offline: DecoderStream | None = None
         self._last_stream: DecoderStream | None = None
+        # finished shared-compute streams, handed out again after a reset: a new stream allocates
+        # its graphs and buffers and touches them on its first push (5-40 ms of a first frame's
+        # time to audio here)
+        self._idle: list[DecoderStream] = []
 
     def placement_report(self) -> dict | None:
         """Where the last decoding launch of any of its streams ran (None before the first)."""
@@ -91,8 +96,23 @@ class SpeechDecoder:
 
     def stream(self, share_compute: bool = False) -> DecoderStream:
         """`share_compute`: one compute buffer with the decoder's other such streams (for callers that
-        push to one stream at a time, as the engine does under its lock)."""
+        push to one stream at a time, as the engine does under its lock); such a stream may be one
+        released earlier, reset."""
+        if share_compute:
+            try:
+                reused = self._idle.pop()
+            except IndexError:
+                pass
+            else:
+                reused.reset()
+                return reused
         return DecoderStream(self, share_compute=share_compute)
+
+    def release(self, stream: DecoderStream) -> None:
+        """`stream` will not be pushed again by its caller: a later stream(share_compute=True) may
+        reuse it (a few are kept; others are left to the garbage collector)."""
+        if stream._reusable and stream._decoder is self and stream not in self._idle and len(self._idle) < 2:
+            self._idle.append(stream)
 
     def decode(self, codes) -> np.ndarray:
         """All frames of one utterance (the offline stream is reused: no per-call setup)."""

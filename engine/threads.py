@@ -145,6 +145,8 @@ def _others_runnable(samples: int = 3, spacing: float = 0.001) -> int | None:
             return None
         others = max(0, running - _own_runnable_threads())
         least = others if least is None else min(least, others)
+        if least == 0:   # none can read lower: an idle machine costs one reading, not three
+            break
     return least
 
 

@@ -103,6 +103,26 @@ def test_stream_reset_starts_a_new_utterance(model32):
     assert np.array_equal(stream.push(codes), first)
 
 
+def test_a_released_stream_is_reused_like_a_new_one(model32):
+    """A released stream is handed out again (a new one allocates and first touches its buffers:
+    milliseconds of time to first audio). Reused, it decodes exactly as a new one; one made for
+    private compute, or one still in use, is never handed out."""
+    codes = LONG["codes"][:40]
+    dec = SpeechDecoder(model32, threads=2)
+    first = dec.stream(share_compute=True)
+    feed(first, codes[::-1].copy(), [3, 17, 20])   # another utterance, left half-way through a chunk
+    dec.release(first)
+    dec.release(first)   # twice: still handed out once
+    again = dec.stream(share_compute=True)
+    assert again is first and again.frames_decoded == 0
+    fresh = dec.stream(share_compute=True)
+    assert fresh is not first
+    assert np.array_equal(feed(again, codes, [1, 4, 4, 31]), feed(fresh, codes, [1, 4, 4, 31]))
+    private = dec.stream()
+    dec.release(private)
+    assert dec.stream(share_compute=True) is not private
+
+
 def test_f16_weights_stay_close(converted, model32, report):
     codes = LONG["codes"][:120]
     ref = SpeechDecoder(model32, threads=2).decode(codes)

@@ -84,6 +84,15 @@ def test_policy_starts_a_request_from_what_runs_now(monkeypatch):
     machine.running = 4   # and one thread of another process besides them
     policy.restart()
     assert policy.active == 1
+    # readings: the least of three a millisecond apart, or one where it already reads no other
+    readings = []
+    monkeypatch.setattr(threads, "_procs_running", lambda: readings.append(1) or machine.running)
+    policy.restart()
+    assert len(readings) == 3
+    readings.clear()
+    machine.running = 3
+    policy.restart()
+    assert len(readings) == 1 and policy.active == 2
 
 
 def test_this_process_counts_its_own_runnable_threads():

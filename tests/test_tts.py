@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kazeia import _native
-from kazeia.engine import Engine, SamplingParams, Voice, open_model
+from kazeia.engine import Engine, Request, SamplingParams, Voice, open_model
 from kazeia.engine.prompt import PromptBuilder
 
 from goldens import GOLDEN
@@ -147,6 +147,44 @@ def test_stream_matches_synthesize_and_reports_timings(demo):
     assert t.frames == 10 and len(t.talker_ms) == len(t.code_predictor_ms) == len(t.decoder_ms) == 10
     assert 0 < t.ttfa_ms <= t.total_ms and t.prefill_ms > 0 and t.rtf > 0
     assert "TTFA" in t.summary() and "code predictor" in t.summary()
+
+
+def test_a_reused_kv_cache_gives_what_a_new_one_gives(demo):
+    """The talker's caches go back to the engine and serve its next requests, zeroed only where
+    written (a new one faulted in a thousand positions before the first frame); its positions are
+    zeroed as they come into use. After a longer utterance, a shorter one on the reused cache equals
+    the same request on a new engine, bit for bit, and so does a request after a batch."""
+    short = SamplingParams.from_model(demo.info, seed=7, max_frames=12)
+    fresh = demo_engine().synthesize("After a longer one.", speaker="vivian", sampling=short)
+    demo.synthesize("A longer utterance first, to fill the cache with keys and values further on.",
+                    speaker="vivian", sampling=SamplingParams.from_model(demo.info, seed=5, max_frames=90))
+    again = demo.synthesize("After a longer one.", speaker="vivian", sampling=short)
+    assert np.array_equal(again.codes, fresh.codes) and np.array_equal(again.audio, fresh.audio)
+    demo.synthesize_many([Request(f"Batch line {i}.", speaker="ryan", sampling=SamplingParams.from_model(
+        demo.info, seed=i, max_frames=20 + 10 * i)) for i in range(3)], max_batch=3)
+    after = demo.synthesize("After a longer one.", speaker="vivian", sampling=short)
+    assert np.array_equal(after.codes, fresh.codes) and np.array_equal(after.audio, fresh.audio)
+
+
+def test_consecutive_streams_reuse_one_decoder_stream():
+    """A finished stream's decoder stream serves the engine's next one (reset): same audio as a
+    new one, and as synthesize; a cancelled stream's is reused too."""
+    demo = demo_engine()   # its own: the shared one keeps what earlier tests' streams gave back
+    s = SamplingParams.from_model(demo.info, seed=3, max_frames=12)
+    idle, audio = [], []
+    for text in ("Another utterance first, longer than the next.", "Reused decoder.", "Reused decoder."):
+        audio.append(np.concatenate([c.audio for c in demo.stream(text, speaker="vivian", sampling=s)]))
+        idle.append(list(demo.decoder._idle))   # what the finished stream handed back
+    assert len(idle[0]) == 1 and idle[0] == idle[1] == idle[2] and idle[0][0] is idle[2][0]
+    assert np.array_equal(audio[1], audio[2])
+    assert np.array_equal(audio[2], demo.synthesize("Reused decoder.", speaker="vivian", sampling=s).audio)
+    stream = demo.stream("Stopped early.", speaker="vivian", sampling=SamplingParams.from_model(demo.info, seed=1, max_frames=200))
+    next(iter(stream))
+    stream.cancel()
+    list(stream)
+    assert demo.decoder._idle == idle[0]
+    assert np.array_equal(np.concatenate([c.audio for c in demo.stream("Reused decoder.", speaker="vivian", sampling=s)]),
+                          audio[2])
 
 
 def test_stream_decodes_every_frame_on_request(demo):

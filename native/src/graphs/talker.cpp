@@ -27,12 +27,11 @@ talker_stage::talker_stage(const model & m, weight_copies & layout, const stage_
     for (int j = 0; j + 1 < n_groups_; ++j) {
         frame_embd_.push_back(layout.table(required_tensor(m, "cp.codec_embd." + std::to_string(j) + ".weight")));
     }
+    caches_ = std::make_shared<kv_cache_pool>(stack_.n_layers(), stack_.kv_dim(), cache_buft_);
 }
 
-std::unique_ptr<kv_cache> talker_stage::new_cache(int64_t n_ctx) const {
-    auto c = std::make_unique<kv_cache>(stack_.n_layers(), stack_.kv_dim(), cache_buft_);
-    c->reserve(n_ctx);
-    return c;
+kv_cache_pool::handle talker_stage::new_cache(int64_t n_ctx) const {
+    return caches_->take(n_ctx);
 }
 
 void talker_stage::check_rows(const prompt_rows & r) const {
@@ -124,6 +123,7 @@ void talker_stage::forward(const prompt_rows & r, int64_t pos0, kv_cache & cache
     const int64_t n = r.n_rows;
     ggml_tensor * pos = input_i32(ctx, n);
     ggml_tensor * mask = input_f32(ctx, pos0 + n, n);
+    cache.prepare(pos0 + n, pos0 + n);
     // (one row: the step's arithmetic; a prompt: the fastest product for many rows)
     ggml_tensor * h = stack_.build(ctx, gf, x, pos, {{&cache, 0, n, mask, pos0 + n, pos0}}, n == 1);
     h = ggml_view_2d(ctx, h, hidden_, 1, h->nb[1], (n - 1) * h->nb[1]);
@@ -191,6 +191,7 @@ void talker_stage::steps(const std::vector<slot> & slots) {
         rows.frame_codes.insert(rows.frame_codes.end(), s.row.frame_codes.begin(), s.row.frame_codes.end());
         const int64_t n_kv = kv_cache::keys_for(s.pos);
         if (n_kv > s.cache->capacity()) throw std::logic_error("talker cache too small for its position");
+        s.cache->prepare(n_kv, s.pos + 1);
         key.emplace_back(s.cache->id(), n_kv);
     }
     std::vector<embed_part> parts = embed_parts(rows);

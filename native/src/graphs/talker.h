@@ -26,7 +26,8 @@ public:
     };
 
     void check_rows(const prompt_rows & r) const;
-    std::unique_ptr<kv_cache> new_cache(int64_t n_ctx) const;
+    // a zeroed cache of at least n_ctx positions (one a finished sequence gave back, when kept)
+    kv_cache_pool::handle new_cache(int64_t n_ctx) const;
     // rows at positions [pos0, pos0 + n) of `cache` -> the last row's logits and final hidden state
     // (and every row's embedding when `embeds` is given)
     void forward(const prompt_rows & r, int64_t pos0, kv_cache & cache, std::vector<float> & logits,
@@ -72,6 +73,7 @@ private:
     int hidden_, n_groups_, codec_vocab_, cp_vocab_;
     bool cpu_;                                   // computes on the CPU backend: Kazeia's kernels apply
     ggml_backend_buffer_type_t cache_buft_;
+    std::shared_ptr<kv_cache_pool> caches_;   // finished sequences' caches, reused
     ggml_tensor *text_embd_, *fc1_w_, *fc1_b_, *fc2_w_, *fc2_b_, *codec_embd_, *codec_head_;
     std::vector<ggml_tensor *> frame_embd_;
     qwen3_stack stack_;

@@ -19,7 +19,7 @@ namespace kazeia {
 
 struct tts_session::state {
     generation_request req;
-    std::unique_ptr<kv_cache> cache;   // the talker's keys and values of this utterance
+    kv_cache_pool::handle cache;       // the talker's keys and values of this utterance
     rng random;
     std::vector<int32_t> generated;    // codebook-0 tokens so far (repetition penalty)
     std::vector<float> logits, h_last;  // the talker's output for the next frame
