@@ -603,7 +603,7 @@ bool cpu_has_vnni512() {
     return yes;
 }
 
-// Each thread takes a contiguous run of panels (one linear stream), two at a time.
+// Each thread takes a contiguous run of panels (one linear stream).
 void panel_range(int64_t rows, int ith, int nth, int64_t & p0, int64_t & p1) {
     const int64_t panels = rows / k_lanes;
     p0 = panels * ith / nth;
@@ -633,30 +633,30 @@ void gemm_op(ggml_tensor * dst, int ith, int nth, void *) {
     }
 }
 
-// Panels [p, p + np) of a K-quant lanes weight against every column.
+// Panels [p, p + np) of a K-quant lanes weight against every column, one panel at a time: a prompt
+// unpacks each panel's values (in L1) for eight columns at once, a step for up to four.
 template <bool Q5>
 void k_quant_panels(const uint8_t * base, int64_t panel_bytes, const quantized_columns & xq, int64_t k, int64_t n,
                     float * y, int64_t rows, int64_t p, int np) {
-    if (n >= 8) {   // a prompt: one panel (in L1) at a time, its unpacked values serving eight columns
-        for (int i = 0; i < np; ++i) {
-            const uint8_t * panel[1] = {base + (p + i) * panel_bytes};
-            for (int64_t c = 0; c < n; c += 8) {
-                tile_columns_k<Q5, 8, 1>(panel, xq, k, c, std::min<int64_t>(8, n - c), y, rows, (p + i) * k_lanes);
+    for (int i = 0; i < np; ++i) {
+        const uint8_t * panel[1] = {base + (p + i) * panel_bytes};
+        const int64_t r0 = (p + i) * k_lanes;
+        for (int64_t c = 0; c < n; c += n >= 8 ? 8 : 4) {
+            if (n >= 8) {
+                tile_columns_k<Q5, 8, 1>(panel, xq, k, c, std::min<int64_t>(8, n - c), y, rows, r0);
+            } else {
+                tile_columns_k<Q5, 4, 1>(panel, xq, k, c, std::min<int64_t>(4, n - c), y, rows, r0);
             }
-        }
-        return;
-    }
-    const uint8_t * panels[2] = {base + p * panel_bytes, base + (p + 1) * panel_bytes};   // steps: two in flight
-    for (int64_t c = 0; c < n; c += 4) {
-        const int64_t nc = std::min<int64_t>(4, n - c);
-        if (np == 2) {
-            tile_columns_k<Q5, 4, 2>(panels, xq, k, c, nc, y, rows, p * k_lanes);
-        } else {
-            tile_columns_k<Q5, 4, 1>(panels, xq, k, c, nc, y, rows, p * k_lanes);
         }
     }
 }
 
+// A step (fewer than 8 columns) reads each thread's panels one at a time, a single linear stream.
+// It used to read two side by side for more multiply-adds in flight, and the prefetchers lost both
+// streams at every jump (panels are 13-40 KB): a 53 MB q6_K product read at 25-27 GB/s that way and
+// at 38-52 one panel at a time, and talker + code predictor took 54 instead of 69 ms per frame
+// (0.6B q6_k, alternating runs). Software prefetching ahead in both panels did not close the gap.
+// Prompts keep eight columns (K-quants) or pairs (q8_0) per panel: they are compute-bound.
 void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * w = dst->src[0];
     const ggml_tensor * x = dst->src[1];
@@ -671,8 +671,9 @@ void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
     int64_t p0, p1;
     panel_range(rows, ith, nth, p0, p1);
     float * y = static_cast<float *>(dst->data);
-    for (int64_t p = p0; p < p1; p += 2) {
-        const int np = int(std::min<int64_t>(2, p1 - p));
+    const int64_t per = n < 8 ? 1 : 2;   // q8_0 prompts: two panels side by side
+    for (int64_t p = p0; p < p1; p += per) {
+        const int np = int(std::min<int64_t>(per, p1 - p));
         if (q5) {
             k_quant_panels<true>(base, panel_bytes, xq, k, n, y, rows, p, np);
         } else if (q6) {
