@@ -290,6 +290,21 @@ def test_lanes_layout_matches_ggml_and_is_the_same_for_any_batch():
     assert not _native.compare_lanes("q5_k", 24, 1024, 2)[0]
 
 
+def test_weights_sharing_one_launch_give_the_products_each_gives_alone():
+    """A layer's q, k and v products (and gate and up) read the same input: with lanes weights of one
+    type they share one launch, each thread streaming one run of all their panels. Every row must
+    come out exactly as in its own product, for steps, batches and prompts."""
+    for type_, rows, cols, n in [("q8_0", 64, 1024, 1), ("q8_0", 1024, 1024, 9), ("q6_k", 48, 256, 1),
+                                 ("q6_k", 2048, 1024, 4), ("q6_k", 160, 512, 11), ("q5_k", 64, 512, 1),
+                                 ("q5_k", 1024, 1024, 67)]:
+        applied, one, split = _native.compare_lanes_fused(type_, rows, cols, n, seed=rows + n)
+        if not applied:
+            pytest.skip("the lanes layout needs AVX-512 VNNI")
+        assert one.shape == split.shape == (n, rows)
+        assert np.array_equal(one, split), (type_, rows, cols, n)
+        assert np.abs(one).max() > 0
+
+
 def test_lanes_copies_in_huge_pages_or_not_give_the_same_products():
     """Lanes copies live in 2 MB-aligned chunks the kernel is asked to back with huge pages (fewer
     TLB misses over a gigabyte of weights a frame); KAZEIA_NO_HUGE_PAGES gives each its own buffer.

@@ -9,7 +9,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'compare_batch_columns', 'compare_conv_bf16', 'compare_gemm_bf16', 'compare_gemm_int8', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_lanes', 'compare_prefill_attention', 'compare_repacked_matmul', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
+__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'compare_batch_columns', 'compare_conv_bf16', 'compare_gemm_bf16', 'compare_gemm_int8', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
 class ModelLoadError(ValueError):
     pass
 class Model:
@@ -228,6 +228,10 @@ def compare_gemv_q8_0(rows: typing.SupportsInt | typing.SupportsIndex, cols: typ
 def compare_lanes(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
     W x for a random q8_0 or q6_K W in the lanes layout the talker and code predictor use: (applied?, ggml [n, rows], all n columns in one launch [n, rows], each column alone [n, rows])
+    """
+def compare_lanes_fused(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
+    """
+    W x for a random W in the lanes layout as one product and with W's rows split in three weights sharing one launch (as the talker's q, k and v): (applied?, one product [n, rows], split [n, rows])
     """
 def compare_prefill_attention(head_dim: typing.SupportsInt | typing.SupportsIndex, heads: typing.SupportsInt | typing.SupportsIndex, kv_heads: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, pos0: typing.SupportsInt | typing.SupportsIndex = 0, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """

@@ -245,6 +245,16 @@ void register_model(py::module_ & m) {
     }, "W x for a random q8_0 or q6_K W in the lanes layout the talker and code predictor use: (applied?, ggml "
        "[n, rows], all n columns in one launch [n, rows], each column alone [n, rows])", py::arg("type"), py::arg("rows"), py::arg("cols"),
        py::arg("n"), py::arg("seed") = 0);
+    m.def("compare_lanes_fused", [pair](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+        product_pair p;
+        {
+            py::gil_scoped_release release;
+            p = check_lanes_fused(type, rows, cols, n, seed);
+        }
+        return pair(p, n);
+    }, "W x for a random W in the lanes layout as one product and with W's rows split in three weights sharing one "
+       "launch (as the talker's q, k and v): (applied?, one product [n, rows], split [n, rows])", py::arg("type"),
+       py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
     m.def("compare_prefill_attention", [pair](int64_t head_dim, int64_t heads, int64_t kv_heads, int64_t n, int64_t pos0,
                                               uint64_t seed) {
         product_pair p;

@@ -26,6 +26,9 @@ product_pair check_gemm_int8(const std::string & type, int64_t rows, int64_t col
 // q8_0 or q6_K in the lanes layout (applied: this CPU has it): ggml_mul_mat (`ggml`), the n columns
 // in one launch (`theirs`) and each column alone (`exact`); the last two must be equal.
 product_pair check_lanes(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
+// The same lanes weight as one product (`ggml`) and with its rows split in three weights whose
+// products share one launch (`theirs`, as the talker's q, k and v do); they must be equal.
+product_pair check_lanes_fused(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 // A prompt's attention (n rows after pos0 earlier ones, causal, grouped-query heads) through ggml's
 // products (`ggml`) and Kazeia's one op (`theirs`; applied: this CPU has it), each [n][head_dim * heads].
 product_pair check_prefill_attention(int64_t head_dim, int64_t heads, int64_t kv_heads, int64_t n, int64_t pos0,

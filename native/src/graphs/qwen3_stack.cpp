@@ -44,9 +44,10 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
         const auto & l = layers_[il];
         // attention block: q/k RMS-normed per head before RoPE, as Qwen3 does
         ggml_tensor * h = rms_norm(ctx, x, l.attn_norm, t.norm_eps);
-        ggml_tensor * q = ggml_reshape_3d(ctx, mm(l.wq, h), t.head_dim, t.n_heads, n_all);
-        ggml_tensor * k = ggml_reshape_3d(ctx, mm(l.wk, h), t.head_dim, t.n_kv_heads, n_all);
-        ggml_tensor * v = mm(l.wv, h);   // [kv_dim, N]
+        const std::vector<ggml_tensor *> qkv = products(ctx, {l.wq, l.wk, l.wv}, h, cpu_, per_column);
+        ggml_tensor * q = ggml_reshape_3d(ctx, qkv[0], t.head_dim, t.n_heads, n_all);
+        ggml_tensor * k = ggml_reshape_3d(ctx, qkv[1], t.head_dim, t.n_kv_heads, n_all);
+        ggml_tensor * v = qkv[2];   // [kv_dim, N]
         q = rope_neox(ctx, rms_norm(ctx, q, l.q_norm, t.norm_eps), pos, t.head_dim, t.rope_theta);
         k = rope_neox(ctx, rms_norm(ctx, k, l.k_norm, t.norm_eps), pos, t.head_dim, t.rope_theta);
         k = ggml_reshape_2d(ctx, k, kvd, n_all);
@@ -81,9 +82,8 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
         x = ggml_add(ctx, x, mm(l.wo, o));
 
         h = rms_norm(ctx, x, l.ffn_norm, t.norm_eps);
-        ggml_tensor * gate = ggml_silu(ctx, mm(l.w_gate, h));
-        ggml_tensor * up = mm(l.w_up, h);
-        x = ggml_add(ctx, x, mm(l.w_down, ggml_mul(ctx, gate, up)));
+        const std::vector<ggml_tensor *> gate_up = products(ctx, {l.w_gate, l.w_up}, h, cpu_, per_column);
+        x = ggml_add(ctx, x, mm(l.w_down, ggml_swiglu_split(ctx, gate_up[0], gate_up[1])));   // silu(gate) * up
     }
     return rms_norm(ctx, x, output_norm_, t.norm_eps);
 }

@@ -657,20 +657,12 @@ void k_quant_panels(const uint8_t * base, int64_t panel_bytes, const quantized_c
 // at 38-52 one panel at a time, and talker + code predictor took 54 instead of 69 ms per frame
 // (0.6B q6_k, alternating runs). Software prefetching ahead in both panels did not close the gap.
 // Prompts keep eight columns (K-quants) or pairs (q8_0) per panel: they are compute-bound.
-void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
-    const ggml_tensor * w = dst->src[0];
-    const ggml_tensor * x = dst->src[1];
-    const int64_t k = w->ne[0], rows = w->ne[1], n = x->ne[1];
+void lanes_panels(const ggml_tensor * w, const quantized_columns & xq, int64_t n, int64_t p0, int64_t p1, float * y) {
+    const int64_t k = w->ne[0], rows = w->ne[1];
     const bool q6 = w->type == GGML_TYPE_Q6_K, q5 = w->type == GGML_TYPE_Q5_K;
-    thread_local quantized_columns xq;
-    // q6_K: offsets remove the +32 of its stored values; q5_K: the block sums its mins multiply
-    quantize_columns(x, q6 ? 16 : 32, q6 ? 32 : q5 ? 1 : 128, xq);
     const int64_t gb = group_bytes(32, true);
     const int64_t panel_bytes = q6 ? (k / 256) * k_q6_super_bytes : q5 ? (k / 256) * k_q5_super_bytes : (k / 32) * gb;
     const auto * base = static_cast<const uint8_t *>(w->data);
-    int64_t p0, p1;
-    panel_range(rows, ith, nth, p0, p1);
-    float * y = static_cast<float *>(dst->data);
     const int64_t per = n < 8 ? 1 : 2;   // q8_0 prompts: two panels side by side
     for (int64_t p = p0; p < p1; p += per) {
         const int np = int(std::min<int64_t>(per, p1 - p));
@@ -682,6 +674,32 @@ void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
             const panel_view views[2] = {{base + p * panel_bytes, gb, true}, {base + (p + 1) * panel_bytes, gb, true}};
             panels_product(views, np, xq, k, 32, n, y, rows, p * k_lanes);
         }
+    }
+}
+
+// dst = the products of src[0 .. m-1] (lanes weights of one type and K) with src[m] (x [K, n]), one
+// after another: [N_0, n], then [N_1, n], ... Each thread takes a contiguous run of all their panels
+// (one linear stream across the weights) and quantises x once for all of them.
+void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
+    int m = 1;
+    while (m + 1 < GGML_MAX_SRC && dst->src[m + 1]) ++m;
+    const ggml_tensor * x = dst->src[m];
+    const int64_t n = x->ne[1];
+    const bool q6 = dst->src[0]->type == GGML_TYPE_Q6_K, q5 = dst->src[0]->type == GGML_TYPE_Q5_K;
+    thread_local quantized_columns xq;
+    // q6_K: offsets remove the +32 of its stored values; q5_K: the block sums its mins multiply
+    quantize_columns(x, q6 ? 16 : 32, q6 ? 32 : q5 ? 1 : 128, xq);
+    int64_t panels = 0;
+    for (int i = 0; i < m; ++i) panels += dst->src[i]->ne[1] / k_lanes;
+    const int64_t q0 = panels * ith / nth, q1 = panels * (ith + 1) / nth;
+    float * y = static_cast<float *>(dst->data);
+    for (int i = 0, first = 0; i < m; ++i) {
+        const ggml_tensor * w = dst->src[i];
+        const int64_t np = w->ne[1] / k_lanes;
+        const int64_t a = std::max<int64_t>(q0, first), b = std::min<int64_t>(q1, first + np);
+        if (a < b) lanes_panels(w, xq, n, a - first, b - first, y);
+        first += int(np);
+        y += w->ne[1] * n;
     }
 }
 
@@ -794,6 +812,35 @@ ggml_tensor * lanes_product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x
 #else
     (void)ctx, (void)w, (void)x;
     return nullptr;
+#endif
+}
+
+std::vector<ggml_tensor *> lanes_products(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x) {
+#ifdef KAZEIA_X86
+    if (ws.empty() || ws.size() + 1 >= GGML_MAX_SRC) return {};   // ggml_custom_4d takes fewer than GGML_MAX_SRC
+    for (ggml_tensor * w : ws) {
+        if (!is_lanes(w) || w->type != ws[0]->type || w->ne[0] != ws[0]->ne[0]) return {};
+    }
+    if (ws.size() == 1) return {lanes_product(ctx, ws[0], x)};
+    if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
+    if (x->type != GGML_TYPE_F32 || x->ne[0] != ws[0]->ne[0] || ggml_n_dims(x) > 2) return {};
+    int64_t rows = 0;
+    std::vector<ggml_tensor *> args(ws);
+    for (ggml_tensor * w : ws) rows += w->ne[1];
+    args.push_back(x);
+    const int64_t n = x->ne[1];
+    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, rows * n, 1, 1, 1, args.data(), int(args.size()), lanes_op,
+                                     GGML_N_TASKS_MAX, nullptr);
+    std::vector<ggml_tensor *> out;
+    size_t offset = 0;
+    for (ggml_tensor * w : ws) {
+        out.push_back(ggml_view_2d(ctx, y, w->ne[1], n, w->ne[1] * sizeof(float), offset));
+        offset += size_t(w->ne[1] * n) * sizeof(float);
+    }
+    return out;
+#else
+    (void)ctx, (void)ws, (void)x;
+    return {};
 #endif
 }
 

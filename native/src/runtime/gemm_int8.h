@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ggml.h"
 
@@ -47,5 +48,11 @@ bool is_lanes(const ggml_tensor * w);
 
 // w (lanes, marked): q8_0, q6_K or q5_K [K, N], x: f32 [K, n] (any n) -> f32 [N, n].
 ggml_tensor * lanes_product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
+
+// The products of several lanes weights of one type and K with the same x, as one launch: views
+// [N_i, n] (contiguous) of one output. Each thread reads one contiguous run of all their panels and
+// x is quantised once, instead of a launch, a barrier and a quantisation per weight. Empty when
+// they are not all lanes weights of one type and K.
+std::vector<ggml_tensor *> lanes_products(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x);
 
 }  // namespace kazeia

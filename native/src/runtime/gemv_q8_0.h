@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ggml.h"
 #include "runtime/gemm_int8.h"
@@ -55,6 +56,16 @@ inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     }
     if (y) return y;
     return batch ? columns_apart(ctx, w, x) : ggml_mul_mat(ctx, w, x);
+}
+
+// The products of several weights with one x, w_i x each: one launch when they are all lanes
+// weights of one type and K (runtime/gemm_int8.h), else product() for each.
+inline std::vector<ggml_tensor *> products(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x, bool cpu,
+                                           bool same_per_column = false) {
+    std::vector<ggml_tensor *> ys = lanes_products(ctx, ws, x);
+    if (!ys.empty()) return ys;
+    for (ggml_tensor * w : ws) ys.push_back(product(ctx, w, x, cpu, same_per_column));
+    return ys;
 }
 
 // Tests: run the AVX2 path even where the CPU has VNNI (to check both on one machine).
