@@ -113,6 +113,15 @@ def test_bench_pipeline_smoke(tmp_path, converted):
     assert roof["read_bandwidth_gbs"]["1"] == pytest.approx(float(np.median(roof["bandwidth_probes_gbs"])))
     assert "a model file was given" in result["checkpoint"] and "vox" not in result
     assert "GB/s around the runs" in r.stdout
+    # the RTF the machine allowed at that moment: the stages at their roofline and GEMM peak (12.5 frames a second)
+    floor = result["rtf_floor"]
+    assert floor["talker_plus_code_predictor_roofline_ms"] == roof["talker_plus_code_predictor_roofline_ms"]
+    d = result["decoder_compute"]
+    assert floor["decoder_at_gemm_peak_ms"] == pytest.approx(
+        d["gflop_per_frame"] / max(d["gemm_peak_gflops"], d["kernel_peak_gflops"]) * 1000)
+    per_frame = k["prefill_ms"] / 6 + floor["talker_plus_code_predictor_roofline_ms"] + floor["decoder_at_gemm_peak_ms"]
+    assert floor["rtf"] == pytest.approx(per_frame / 80) and floor["ratio"] == pytest.approx(k["rtf"] / floor["rtf"])
+    assert "RTF floor of this moment" in r.stdout
 
 
 def test_divergence_metrics():

@@ -46,6 +46,11 @@ def summary(result: dict) -> str:
         probes = r.get("bandwidth_probes_gbs") or [r["read_bandwidth_gbs"][str(result["threads"])]]
         lines.append(f"talker + code predictor at {r['ratio_to_roofline']:.2f}x the memory-bandwidth roofline "
                      f"(read bandwidth {min(probes):.0f}-{max(probes):.0f} GB/s around the runs)")
+        f = result.get("rtf_floor")
+        if f:
+            lines.append(f"RTF floor of this moment {f['rtf']:.2f} (talker + code predictor at the roofline "
+                         f"{f['talker_plus_code_predictor_roofline_ms']:.1f} ms, decoder at the GEMM peak "
+                         f"{f['decoder_at_gemm_peak_ms']:.1f} ms, prefill as run): the run is at {f['ratio']:.2f}x it")
         for name, key in (("vox", "vox"), ("reference", "reference")):
             text = _compared(name, result.get(key), k["total_ms_per_frame"], "total_ms_per_frame")
             if text:
