@@ -105,6 +105,8 @@ def test_bench_pipeline_smoke(tmp_path, converted):
     assert result["frames"] == 6 and result["runs"] == 3 and all(v > 0 for v in k["ms_per_frame"].values())
     totals = k["runs_total_ms_per_frame"]
     assert len(totals) == 3 and sorted(totals)[1] == pytest.approx(k["total_ms_per_frame"])   # the median run
+    median_run = totals.index(sorted(totals)[1])   # its TTFA and RTF are the ones reported
+    assert k["runs_ttfa_ms"][median_run] == pytest.approx(k["ttfa_ms"]) and k["runs_rtf"][median_run] == pytest.approx(k["rtf"])
     assert 0 < k["ttfa_ms"] and k["rtf"] > 0 and k["peak_rss_mb"] > 0
     roof = result["roofline"]
     assert roof["talker_plus_code_predictor_roofline_ms"] > 0
@@ -121,7 +123,7 @@ def test_bench_pipeline_smoke(tmp_path, converted):
         d["gflop_per_frame"] / max(d["gemm_peak_gflops"], d["kernel_peak_gflops"]) * 1000)
     per_frame = k["prefill_ms"] / 6 + floor["talker_plus_code_predictor_roofline_ms"] + floor["decoder_at_gemm_peak_ms"]
     assert floor["rtf"] == pytest.approx(per_frame / 80) and floor["ratio"] == pytest.approx(k["rtf"] / floor["rtf"])
-    assert "RTF floor of this moment" in r.stdout
+    assert "RTF floor of this moment" in r.stdout and "3 runs (the median one above)" in r.stdout
 
 
 def test_divergence_metrics():

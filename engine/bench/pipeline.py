@@ -127,6 +127,8 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     kazeia = {**_median_run(ours), "peak_rss_mb": peak_mb}
     if runs > 1:
         kazeia["runs_total_ms_per_frame"] = [r["total_ms_per_frame"] for r in ours]
+        kazeia["runs_ttfa_ms"] = [r["ttfa_ms"] for r in ours]   # in run order, like the totals
+        kazeia["runs_rtf"] = [r["rtf"] for r in ours]
     per_frame = kazeia["ms_per_frame"]
     wbytes = weight_bytes_per_frame(engine.model)
     roofline_ms = (wbytes["talker"] + wbytes["code_predictor"]) / (bandwidth[str(threads)] * 1e9) * 1000

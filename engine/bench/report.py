@@ -42,6 +42,11 @@ def summary(result: dict) -> str:
         lines += _table(["engine", "talker / cp / decoder ms", "total ms", "TTFA ms", "RTF", "peak MB"],
                         [["Kazeia", _ms(k["ms_per_frame"]), f"{k['total_ms_per_frame']:.1f}", f"{k['ttfa_ms']:.0f}",
                           f"{k['rtf']:.2f}", f"{k['peak_rss_mb']:.0f}"]])
+        if k.get("runs_ttfa_ms"):
+            spread = lambda v, f: f"{f(min(v))}-{f(max(v))}"   # noqa: E731
+            lines.append(f"{len(k['runs_ttfa_ms'])} runs (the median one above): total "
+                         f"{spread(k['runs_total_ms_per_frame'], lambda x: f'{x:.1f}')} ms per frame, TTFA "
+                         f"{spread(k['runs_ttfa_ms'], lambda x: f'{x:.0f}')} ms, RTF {spread(k['runs_rtf'], lambda x: f'{x:.2f}')}")
         r = result["roofline"]
         probes = r.get("bandwidth_probes_gbs") or [r["read_bandwidth_gbs"][str(result["threads"])]]
         lines.append(f"talker + code predictor at {r['ratio_to_roofline']:.2f}x the memory-bandwidth roofline "
