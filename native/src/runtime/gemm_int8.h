@@ -13,7 +13,8 @@
 //   gemm_int8.cpp). A
 //   one-column step then costs about one instruction per 64 weights (q8_0; q6_K adds three to
 //   unpack 6-bit values) where the row-by-row kernels need six per 32, so steps become bound by
-//   memory, and a batch of B columns reads each weight once.
+//   memory, and a batch of B columns reads each weight once. Several lanes weights that read the
+//   same input (a layer's q, k and v; gate and up) can share one launch (lanes_products).
 // - row-layout q8_0 and q6_K weights with many columns (a prompt's rows, when a weight was not
 //   rearranged): each tile of 32 rows is rearranged into a scratch buffer once and used by every
 //   column (ggml's q8_0 GEMM reaches about 220 GFLOP/s on two cores here, its q6_K one about 120).
