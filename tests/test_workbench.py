@@ -78,7 +78,30 @@ def screenshot(window, name: str) -> Path:
     return path
 
 
-def test_generate_streams_and_keeps_a_take(qtbot, window):
+class RealTimePacedStream:
+    """The engine's stream handed on at real-time pace (80 ms of audio per 80 ms, or `speed` times
+    faster): the GUI then sees a 30 s take as it would from an engine running at real time, not 20x
+    faster as the demo does."""
+
+    def __init__(self, stream, speed: float = 1.0):
+        self._stream, self._start, self._speed = stream, time.perf_counter(), speed
+
+    def __iter__(self):
+        for chunk in self._stream:
+            due = self._start + (chunk.first_frame + chunk.frames) * chunk.timings.frame_seconds / self._speed
+            time.sleep(max(0.0, due - time.perf_counter()))
+            yield chunk
+
+    def __getattr__(self, name):   # result, cancel, ...
+        return getattr(self._stream, name)
+
+
+def test_generate_streams_and_keeps_a_take(qtbot, window, monkeypatch):
+    # paced at 2x real time (1.6 s for 40 frames): the demo model alone can finish inside one display
+    # tick on a fast machine, and then the live view has nothing to draw while frames arrive
+    from kazeia.engine import Engine
+    real_stream = Engine.stream
+    monkeypatch.setattr(Engine, "stream", lambda self, *a, **k: RealTimePacedStream(real_stream(self, *a, **k), speed=2))
     assert "RANDOM WEIGHTS" in window.backend.model_label.text()
     screenshot(window, "workbench_idle")
     chunks, ticks, shown = [], [], []
@@ -108,23 +131,6 @@ def test_generate_streams_and_keeps_a_take(qtbot, window):
     assert window.latency.chart.frames == 40 and "budget" in window.latency.stats.text()
     assert window.takes.proxy.rowCount() == 1 and window.take_view.duration == pytest.approx(40 * 0.08)
     screenshot(window, "workbench_finished")
-
-
-class RealTimePacedStream:
-    """The engine's stream handed on at real-time pace (80 ms of audio per 80 ms): the GUI then sees
-    a 30 s take as it would from an engine running at real time, not 20x faster as the demo does."""
-
-    def __init__(self, stream):
-        self._stream, self._start = stream, time.perf_counter()
-
-    def __iter__(self):
-        for chunk in self._stream:
-            due = self._start + (chunk.first_frame + chunk.frames) * chunk.timings.frame_seconds
-            time.sleep(max(0.0, due - time.perf_counter()))
-            yield chunk
-
-    def __getattr__(self, name):   # result, cancel, ...
-        return getattr(self._stream, name)
 
 
 def test_gui_thread_cost_of_a_30_s_take_is_bounded(qtbot, window, monkeypatch, report):
