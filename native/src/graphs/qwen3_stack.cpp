@@ -30,7 +30,7 @@ qwen3_stack::qwen3_stack(const model & m, const std::string & prefix, const tran
 }
 
 ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
-                                 const std::vector<attention_segment> & segments, bool per_column) const {
+                                 const std::vector<attention_segment> & segments, bool per_column, bool last_row_only) const {
     const auto & t = hp_;
     const int64_t n_all = x->ne[1];
     const bool several = segments.size() > 1;
@@ -39,6 +39,7 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
     for (const attention_segment & s : segments) {
         if (!s.cache || s.n_kv > s.cache->capacity() || s.col + s.n > n_all) throw std::logic_error("bad attention segment");
     }
+    if (last_row_only && several) throw std::logic_error("last_row_only takes one sequence");
     auto mm = [&](ggml_tensor * w, ggml_tensor * a) { return product(ctx, w, a, cpu_, per_column); };
     for (size_t il = 0; il < layers_.size(); ++il) {
         const auto & l = layers_[il];
@@ -78,6 +79,11 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
                                                                          : nullptr;
             if (!os) os = attention(ctx, qs, keys, vals, s.mask);
             o = o ? ggml_concat(ctx, o, os, 1) : os;
+        }
+        if (last_row_only && il + 1 == layers_.size() && n_all > 1) {
+            // every row's keys and values are stored above; past here only the last row is read
+            o = ggml_view_2d(ctx, o, o->ne[0], 1, o->nb[1], (n_all - 1) * o->nb[1]);
+            x = ggml_view_2d(ctx, x, x->ne[0], 1, x->nb[1], (n_all - 1) * x->nb[1]);
         }
         x = ggml_add(ctx, x, mm(l.wo, o));
 

@@ -50,9 +50,12 @@ public:
     // every product gives each column exactly what it gives that column alone (one-column
     // arithmetic), so a sequence's numbers do not depend on what shares its launch; a launch that
     // may be batched, and the same launch alone, must both ask for it. Without it, several columns
-    // of one sequence (a prompt) take the fastest multi-column product.
+    // of one sequence (a prompt) take the fastest multi-column product. `last_row_only` (one
+    // segment): returns [hidden, 1], the last row's state; the last layer's output projection and
+    // MLP run on that row alone (a prompt's other rows only feed the cache).
     ggml_tensor * build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
-                        const std::vector<attention_segment> & segments, bool per_column) const;
+                        const std::vector<attention_segment> & segments, bool per_column,
+                        bool last_row_only = false) const;
 
     int n_layers() const { return int(layers_.size()); }
     int64_t kv_dim() const { return int64_t(hp_.n_kv_heads) * hp_.head_dim; }

@@ -125,8 +125,7 @@ void talker_stage::forward(const prompt_rows & r, int64_t pos0, kv_cache & cache
     ggml_tensor * mask = input_f32(ctx, pos0 + n, n);
     cache.prepare(pos0 + n, pos0 + n);
     // (one row: the step's arithmetic; a prompt: the fastest product for many rows)
-    ggml_tensor * h = stack_.build(ctx, gf, x, pos, {{&cache, 0, n, mask, pos0 + n, pos0}}, n == 1);
-    h = ggml_view_2d(ctx, h, hidden_, 1, h->nb[1], (n - 1) * h->nb[1]);
+    ggml_tensor * h = stack_.build(ctx, gf, x, pos, {{&cache, 0, n, mask, pos0 + n, pos0}}, n == 1, true);
     ggml_tensor * lg = product(ctx, codec_head_, h, cpu_);
     ggml_set_output(h);
     ggml_set_output(lg);
