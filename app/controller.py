@@ -69,6 +69,11 @@ class _Worker(QObject):
             self.loaded.emit(self.engine, self.engine.info)
         except Exception as e:   # a bad file must never take the GUI down
             self.failed.emit("load", f"cannot open {path}: {_message(e)}")
+            return
+        try:   # while the operator types: the first take's latencies are then those of the next ones
+            self.engine.warm_up()
+        except Exception as e:
+            self.status.emit(f"warm-up failed (takes still run): {_message(e)}")
 
     def _apply(self, placement, threads) -> Ran:
         if threads is not None:

@@ -290,6 +290,20 @@ class Engine:
         return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every,
                            batcher=self._batcher if self.max_batch > 1 else None)
 
+    def warm_up(self) -> None:
+        """One short stream, its audio dropped: a request's one-time costs (the streaming decoder's
+        graphs and state, the prompt's buffers) are paid now, so the first real request's latencies
+        are those of the ones after it. Any variant (a Base model hears a silent x-vector)."""
+        request: dict = {}
+        if self.info.variant == "custom_voice":
+            request["speaker"] = self.info.speakers[0].name
+        elif self.info.variant == "voice_design":
+            request["instruct"] = "A calm voice."
+        else:
+            request["voice"] = Voice(np.zeros(self._prompts.hidden, np.float32))
+        for _ in self.stream("Warm up.", sampling=SamplingParams.from_model(self.info, max_frames=6), **request):
+            pass
+
     def batcher(self, max_batch: int) -> "Batcher":
         """A batch worker of its own for this engine (streams given it run together, up to max_batch)."""
         from .batch import Batcher

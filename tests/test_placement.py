@@ -305,6 +305,24 @@ def test_weights_sharing_one_launch_give_the_products_each_gives_alone():
         assert np.abs(one).max() > 0
 
 
+@pytest.mark.parametrize("threads, panels, chunk", [(2, 64, 2), (3, 37, 3), (4, 130, 4), (2, 5, 8)])
+def test_a_slowed_thread_leaves_its_panels_to_the_others(threads, panels, chunk):
+    """Lanes products share their panels while they run: each thread starts on its own run, and a
+    thread done early takes chunks from the back of the run with most left. Thread 0 is slowed (as
+    by another process on its core): every panel is still computed exactly once, the others take
+    most of its run, and the claims are back at zero for the next launch."""
+    each_once, per_thread, reset = _native.check_panel_claims(threads, panels, chunk, launches=3)
+    assert each_once and reset and sum(per_thread) == 3 * panels
+    if panels // threads > chunk:   # thread 0 had more than one chunk of its own
+        assert per_thread[0] < 3 * panels // threads, per_thread
+
+
+def test_panel_claims_past_their_limits_split_the_fixed_way():
+    """More threads than the claims track: the fixed split, every panel once, shares as even as they go."""
+    each_once, per_thread, reset = _native.check_panel_claims(17, 40, 1, launches=1)
+    assert each_once and reset and sorted(per_thread) == [2] * 11 + [3] * 6
+
+
 def test_lanes_copies_in_huge_pages_or_not_give_the_same_products():
     """Lanes copies live in 2 MB-aligned chunks the kernel is asked to back with huge pages (fewer
     TLB misses over a gigabyte of weights a frame); KAZEIA_NO_HUGE_PAGES gives each its own buffer.

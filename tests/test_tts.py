@@ -166,6 +166,25 @@ def test_a_reused_kv_cache_gives_what_a_new_one_gives(demo):
     assert np.array_equal(after.codes, fresh.codes) and np.array_equal(after.audio, fresh.audio)
 
 
+@pytest.mark.parametrize("variant", ["custom_voice", "voice_design", "base"])
+def test_warm_up_runs_on_every_variant_and_changes_no_result(converted, variant):
+    """Engine.warm_up streams a few frames on any variant (Base: a silent x-vector); a stream after
+    it equals the same stream on a new engine, bit for bit."""
+    case = next(c for c in CASES if MANIFEST["cases"][c]["variant"] == variant)
+    _, text, request, _ = case_request(case)
+    path = converted(variant, "f32")
+    warmed, fresh = Engine(open_model(path), threads=2), Engine(open_model(path), threads=2)
+    warmed.warm_up()
+    assert warmed.placement_report()   # the warm-up ran a synthesis
+    sampling = SamplingParams.from_model(warmed.info, seed=3, max_frames=10)
+    runs = []
+    for engine in (warmed, fresh):
+        stream = engine.stream(text, sampling=sampling, **request)
+        audio = np.concatenate([chunk.audio for chunk in stream])
+        runs.append((stream.result.codes, audio))
+    assert np.array_equal(runs[0][0], runs[1][0]) and np.array_equal(runs[0][1], runs[1][1])
+
+
 def test_consecutive_streams_reuse_one_decoder_stream():
     """A finished stream's decoder stream serves the engine's next one (reset): same audio as a
     new one, and as synthesize; a cancelled stream's is reused too."""

@@ -13,7 +13,7 @@ from ..engine import Engine, Request, SamplingParams
 from ..reference.proc_stats import peak_rss_mb, reset_peak_rss
 from ..threads import available_cores, default_threads
 from .models import model_path_for
-from .text import BENCH_TEXT, warm_up
+from .text import BENCH_TEXT
 
 
 def _run(engine: Engine, batch: int, frames: int) -> dict:
@@ -49,7 +49,7 @@ def bench_batch(sizes: tuple[int, ...] = (1, 2, 4, 8), size: str = "0.6b", out_t
     threads = threads or default_threads()
     path = model_path_for(model_path, size, decoder_type, progress, out_type)
     engine = Engine.load(path, threads=threads)
-    warm_up(engine)
+    engine.warm_up()
     per_size: dict[int, list[dict]] = {b: [] for b in sizes}
     for _ in range(runs):   # sizes alternate within each round (this machine is shared)
         for b in sizes:

@@ -14,7 +14,7 @@ import time
 from ..engine import Engine, SamplingParams
 from ..threads import available_cores, default_threads
 from .models import model_path_for
-from .text import BENCH_TEXT, warm_up
+from .text import BENCH_TEXT
 
 SPIN = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
 
@@ -58,7 +58,7 @@ def bench_contend(n: int = 1, size: str = "0.6b", out_type: str = "q8_0", decode
     policies = {"default": Engine.load(path, threads=threads), "fixed": Engine.load(path, threads=threads)}
     policies["fixed"].thread_policy.adaptive = False   # every launch on every thread, whatever runs beside
     for engine in policies.values():
-        warm_up(engine)
+        engine.warm_up()
     results = {name: {"idle": [], "contended": []} for name in policies}
     for _ in range(runs):   # alternating: both conditions see the same machine
         for name, engine in policies.items():

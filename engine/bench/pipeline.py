@@ -18,7 +18,7 @@ from .compute import decoder_compute
 from .divergence import divergence
 from .models import bench_model, converted, decoder_type_of, model_path_for, same_size, shared_checkpoint
 from .peers import REFERENCE_SCRIPTS, reference_tts, run_script, vox_python
-from .text import BENCH_TEXT, warm_up
+from .text import BENCH_TEXT
 
 def read_bandwidth_gbs(threads: int, megabytes: int = 256) -> float:
     """Streaming read bandwidth, best of three reads of a buffer eight times the L3 of a large CPU
@@ -103,7 +103,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     reset_peak_rss()
     engine = Engine.load(path, threads=threads)
     sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
-    warm_up(engine)
+    engine.warm_up()
     ours, theirs = [], []
     # the roofline's bandwidth is read around every run, not once afterwards: on a shared machine
     # it moves by half within minutes, and the ratio should compare a run with its own moment

@@ -11,7 +11,7 @@ from ..engine import Engine, SamplingParams
 from ..placement import MODES, mode_status, silent_cpu_stages, stage_lines
 from ..threads import default_threads
 from .models import bench_model
-from .text import BENCH_TEXT, warm_up
+from .text import BENCH_TEXT
 
 def passes_gate(d: dict) -> bool:
     return all(stage_gates(d).values()) and d["decoder_snr_db"] >= GATE_SNR_DB
@@ -39,7 +39,7 @@ def bench_placements(placements: tuple[str, ...] = MODES, size: str = "0.6b", ou
             out["placements"][mode] = {"available": False, "reason": status[mode].reason}
             continue
         engine.set_placement(mode)
-        warm_up(engine, **speaker)
+        engine.warm_up()
         stream = engine.stream(BENCH_TEXT, sampling=sampling, **speaker)
         for _ in stream:
             pass

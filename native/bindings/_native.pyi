@@ -9,7 +9,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'compare_batch_columns', 'compare_conv_bf16', 'compare_gemm_bf16', 'compare_gemm_int8', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
+__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_gemm_bf16', 'compare_gemm_int8', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
 class ModelLoadError(ValueError):
     pass
 class Model:
@@ -228,6 +228,10 @@ def compare_gemv_q8_0(rows: typing.SupportsInt | typing.SupportsIndex, cols: typ
 def compare_lanes(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
     W x for a random q8_0 or q6_K W in the lanes layout the talker and code predictor use: (applied?, ggml [n, rows], all n columns in one launch [n, rows], each column alone [n, rows])
+    """
+def check_panel_claims(threads: typing.SupportsInt | typing.SupportsIndex, panels: typing.SupportsInt | typing.SupportsIndex, chunk: typing.SupportsInt | typing.SupportsIndex, launches: typing.SupportsInt | typing.SupportsIndex = 3) -> tuple:
+    """
+    threads sharing panels through panel_claims, thread 0 slowed (2 ms a chunk), `launches` times: (every panel computed once in every launch?, panels each thread computed, claims back at zero after each?)
     """
 def compare_lanes_fused(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """

@@ -255,6 +255,16 @@ void register_model(py::module_ & m) {
     }, "W x for a random W in the lanes layout as one product and with W's rows split in three weights sharing one "
        "launch (as the talker's q, k and v): (applied?, one product [n, rows], split [n, rows])", py::arg("type"),
        py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
+    m.def("check_panel_claims", [](int threads, int64_t panels, int64_t chunk, int launches) {
+        panel_claims_result r;
+        {
+            py::gil_scoped_release release;
+            r = check_panel_claims(threads, panels, chunk, launches);
+        }
+        return py::make_tuple(r.each_once, r.per_thread, r.reset);
+    }, "threads sharing panels through panel_claims, thread 0 slowed (2 ms a chunk), `launches` times: (every "
+       "panel computed once in every launch?, panels each thread computed, claims back at zero after each?)",
+       py::arg("threads"), py::arg("panels"), py::arg("chunk"), py::arg("launches") = 3);
     m.def("compare_prefill_attention", [pair](int64_t head_dim, int64_t heads, int64_t kv_heads, int64_t n, int64_t pos0,
                                               uint64_t seed) {
         product_pair p;

@@ -29,6 +29,16 @@ product_pair check_lanes(const std::string & type, int64_t rows, int64_t cols, i
 // The same lanes weight as one product (`ggml`) and with its rows split in three weights whose
 // products share one launch (`theirs`, as the talker's q, k and v do); they must be equal.
 product_pair check_lanes_fused(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
+// `threads` threads sharing `panels` panels in chunks of `chunk` through panel_claims, `launches`
+// times, thread 0 slowed (2 ms per chunk, as by another process): whether every panel was computed
+// exactly once in every launch, how many each thread computed in all, and whether the claims were
+// back at zero after every launch.
+struct panel_claims_result {
+    bool each_once = true;
+    std::vector<int64_t> per_thread;
+    bool reset = true;
+};
+panel_claims_result check_panel_claims(int threads, int64_t panels, int64_t chunk, int launches);
 // A prompt's attention (n rows after pos0 earlier ones, causal, grouped-query heads) through ggml's
 // products (`ggml`) and Kazeia's one op (`theirs`; applied: this CPU has it), each [n][head_dim * heads].
 product_pair check_prefill_attention(int64_t head_dim, int64_t heads, int64_t kv_heads, int64_t n, int64_t pos0,

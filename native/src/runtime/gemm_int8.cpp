@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/gemv_common.h"
+#include "runtime/panel_claims.h"
 
 namespace kazeia {
 namespace {
@@ -678,9 +679,9 @@ void lanes_panels(const ggml_tensor * w, const quantized_columns & xq, int64_t n
 }
 
 // dst = the products of src[0 .. m-1] (lanes weights of one type and K) with src[m] (x [K, n]), one
-// after another: [N_0, n], then [N_1, n], ... Each thread takes a contiguous run of all their panels
-// (one linear stream across the weights) and quantises x once for all of them.
-void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
+// after another: [N_0, n], then [N_1, n], ... Panels are numbered across the weights (one linear
+// stream through them all) and x is quantised once for all of them.
+void lanes_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
     int m = 1;
     while (m + 1 < GGML_MAX_SRC && dst->src[m + 1]) ++m;
     const ggml_tensor * x = dst->src[m];
@@ -691,16 +692,23 @@ void lanes_op(ggml_tensor * dst, int ith, int nth, void *) {
     quantize_columns(x, q6 ? 16 : 32, q6 ? 32 : q5 ? 1 : 128, xq);
     int64_t panels = 0;
     for (int i = 0; i < m; ++i) panels += dst->src[i]->ne[1] / k_lanes;
-    const int64_t q0 = panels * ith / nth, q1 = panels * (ith + 1) / nth;
-    float * y = static_cast<float *>(dst->data);
-    for (int i = 0, first = 0; i < m; ++i) {
-        const ggml_tensor * w = dst->src[i];
-        const int64_t np = w->ne[1] / k_lanes;
-        const int64_t a = std::max<int64_t>(q0, first), b = std::min<int64_t>(q1, first + np);
-        if (a < b) lanes_panels(w, xq, n, a - first, b - first, y);
-        first += int(np);
-        y += w->ne[1] * n;
-    }
+    auto compute = [&](int64_t q0, int64_t q1) {   // panels [q0, q1)
+        float * y = static_cast<float *>(dst->data);
+        for (int i = 0, first = 0; i < m; ++i) {
+            const ggml_tensor * w = dst->src[i];
+            const int64_t np = w->ne[1] / k_lanes;
+            const int64_t a = std::max<int64_t>(q0, first), b = std::min<int64_t>(q1, first + np);
+            if (a < b) lanes_panels(w, xq, n, a - first, b - first, y);
+            first += int(np);
+            y += w->ne[1] * n;
+        }
+    };
+    // chunks of about 64 KB of weights (q8_0 prompts: whole pairs of panels); a step reads a panel
+    // in about a microsecond, and a claim on a thread's own run costs a few nanoseconds
+    const ggml_tensor * w0 = dst->src[0];
+    int64_t chunk = std::max<int64_t>(1, (int64_t(64) << 10) / (k_lanes * int64_t(ggml_row_size(w0->type, w0->ne[0]))));
+    if (!q6 && !q5 && n >= 8) chunk += chunk % 2;
+    claim_panels(static_cast<panel_claims *>(userdata), ith, nth, panels, chunk, compute);
 }
 
 std::mutex g_lanes_mutex;
@@ -808,7 +816,8 @@ ggml_tensor * lanes_product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x
 #ifdef KAZEIA_X86
     if (!is_lanes(w)) return nullptr;
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
-    return one_column_op(ctx, w, x, w->type, w->type == GGML_TYPE_Q8_0 ? 32 : 256, lanes_op, /*any_columns=*/true);
+    return one_column_op(ctx, w, x, w->type, w->type == GGML_TYPE_Q8_0 ? 32 : 256, lanes_op, /*any_columns=*/true,
+                         panel_claims::create(ctx));
 #else
     (void)ctx, (void)w, (void)x;
     return nullptr;
@@ -830,7 +839,7 @@ std::vector<ggml_tensor *> lanes_products(ggml_context * ctx, const std::vector<
     args.push_back(x);
     const int64_t n = x->ne[1];
     ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, rows * n, 1, 1, 1, args.data(), int(args.size()), lanes_op,
-                                     GGML_N_TASKS_MAX, nullptr);
+                                     GGML_N_TASKS_MAX, panel_claims::create(ctx));
     std::vector<ggml_tensor *> out;
     size_t offset = 0;
     for (ggml_tensor * w : ws) {

@@ -64,9 +64,10 @@ void quantize_q8_0_column(const float * x, int64_t k, int8_t * q, float * d);
 // `block`, x contiguous f32 (one column, or with `any_columns` a 2-D [K, n]) and the CPU has AVX2;
 // else nullptr (use ggml_mul_mat).
 inline ggml_tensor * one_column_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_type type,
-                                   int64_t block, ggml_custom_op_t op, bool any_columns = false) {
+                                   int64_t block, ggml_custom_op_t op, bool any_columns = false,
+                                   void * userdata = nullptr) {
 #ifndef KAZEIA_X86
-    (void)ctx, (void)w, (void)x, (void)type, (void)block, (void)op, (void)any_columns;
+    (void)ctx, (void)w, (void)x, (void)type, (void)block, (void)op, (void)any_columns, (void)userdata;
     return nullptr;
 #else
     if (w->type != type || x->type != GGML_TYPE_F32 || ggml_n_dims(w) > 2 || (x->ne[1] != 1 && !any_columns) ||
@@ -75,7 +76,7 @@ inline ggml_tensor * one_column_op(ggml_context * ctx, ggml_tensor * w, ggml_ten
         return nullptr;
     }
     ggml_tensor * args[] = {w, x};
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, op, GGML_N_TASKS_MAX, nullptr);
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, op, GGML_N_TASKS_MAX, userdata);
 #endif
 }
 

@@ -30,6 +30,10 @@ inline ggml_backend_dev_t accelerator_device(const std::string & name) {
     return dev;
 }
 
+// Bytes per node a graph's context keeps for small state its ops own (gemm_int8's panel claims:
+// about 1.2 KB per lanes product, at most one product in six nodes).
+constexpr size_t k_op_state_bytes = 256;
+
 class graph_runner {
 public:
     // device: with compute_placement::sched, the accelerator the scheduler runs the graph on (ops it
@@ -73,9 +77,10 @@ public:
     // A fresh scratch context and graph (the previous ones are released).
     ggml_context * begin() {
         if (ctx_) ggml_free(ctx_);
-        // (room for one extra single-node graph: profiling computes nodes one at a time)
+        // (room for one extra single-node graph: profiling computes nodes one at a time; and for
+        // small per-op state that lives as long as the graph, such as lanes products' panel claims)
         const size_t meta = ggml_tensor_overhead() * max_nodes_ + ggml_graph_overhead_custom(max_nodes_, false) +
-                            ggml_graph_overhead_custom(1, false);
+                            ggml_graph_overhead_custom(1, false) + k_op_state_bytes * max_nodes_;
         ggml_init_params params{meta, nullptr, true};
         ctx_ = ggml_init(params);
         gf_ = ggml_new_graph_custom(ctx_, max_nodes_, false);

@@ -5,15 +5,18 @@
 #include "runtime/custom_ops.h"
 #include "runtime/gemm_bf16.h"
 #include "runtime/gemv_q8_0.h"
+#include "runtime/panel_claims.h"
 #include "runtime/prefill_attention.h"
 #include "runtime/type_names.h"
 #include "runtime/weight_copies.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <chrono>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "ggml-backend.h"
 #include "runtime/graph_runner.h"
@@ -196,6 +199,30 @@ product_pair check_lanes_fused(const std::string & type, int64_t rows, int64_t c
     for (const ggml_tensor & t : parts) mark_lanes(&t, false);
     if (y[1].empty()) return {false, y[0], y[0], {}};
     return {made, y[0], y[1], {}};
+}
+
+panel_claims_result check_panel_claims(int threads, int64_t panels, int64_t chunk, int launches) {
+    auto claims = std::make_unique<panel_claims>();
+    panel_claims_result out;
+    out.per_thread.assign(size_t(threads), 0);
+    for (int l = 0; l < launches; ++l) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(panels));
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t) {
+            pool.emplace_back([&, t] {
+                claim_panels(claims.get(), t, threads, panels, chunk, [&](int64_t a, int64_t b) {
+                    for (int64_t p = a; p < b; ++p) hits[size_t(p)].fetch_add(1);
+                    out.per_thread[size_t(t)] += b - a;
+                    if (t == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                });
+            });
+        }
+        for (std::thread & th : pool) th.join();
+        for (const auto & h : hits) out.each_once = out.each_once && h.load() == 1;
+        out.reset = out.reset && claims->done.value.load() == 0;
+        for (const auto & c : claims->taken) out.reset = out.reset && c.value.load() == 0;
+    }
+    return out;
 }
 
 product_pair check_prefill_attention(int64_t head_dim, int64_t heads, int64_t kv_heads, int64_t n, int64_t pos0,
