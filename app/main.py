@@ -28,6 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kazeia-workbench", description="Kazeia speech workbench")
     parser.add_argument("model", nargs="?", help="a GGUF model or a Hugging Face checkpoint folder")
     args = parser.parse_args(argv)
+    from kazeia.engine.platform_info import check_cpu_level
+    try:
+        check_cpu_level()
+    except ValueError as e:   # a bad KAZEIA_CPU: a message, not a window that cannot load a model
+        print(f"kazeia-workbench: error: {e}", file=sys.stderr)
+        return 2
     os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
     install_excepthook()
     from PySide6.QtGui import QIcon

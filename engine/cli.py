@@ -220,10 +220,17 @@ def _cmd_bench(args) -> int:
 
 def _cmd_devices(args) -> int:
     from kazeia import _native
+
+    from .platform_info import cpu_level, describe_cpu_level, ggml_build
     devices = _native.devices()
+    build, level = ggml_build(), cpu_level()
     if args.json:
-        print(json.dumps(devices, indent=2))
+        print(json.dumps({"ggml_build": {"flavor": build.flavor, "backends": list(build.backends), "stamp": build.stamp},
+                          "cpu_level": level, "devices": devices}, indent=2))
         return 0
+    print(f"{build.describe()} (setup.sh: {build.stamp or 'no record'})")
+    for line in describe_cpu_level(level):
+        print(line)
     for d in devices:
         caps = [c for c in ("async", "buffer_from_host_ptr", "events") if d[c]]
         if d["host_buffer_type"]:
@@ -414,6 +421,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--contend", type=int, default=None, metavar="N",
                    help="time the pipeline idle and with N busy processes pinned to cores, alternating, at the "
                         "default thread policy and at a fixed count")
+    b.add_argument("--cpu", type=lambda v: [x.strip() for x in v.split(",") if x.strip()], default=None,
+                   metavar="LEVEL,...", help="also run at these CPU levels of Kazeia's kernels (avx512, avx2, generic; "
+                                            "KAZEIA_CPU), beside the default, alternating, one process per run")
+    b.add_argument("--ggml-lib", default=None, metavar="DIR",
+                   help="with --cpu: run the other levels on the ggml libraries in DIR (e.g. the PyPI wheel's AVX2 build), "
+                        "so that ggml's kernels stop at that level too")
     b.add_argument("--batch", type=batch_sizes, default=None, metavar="B,B,...",
                    help="many voices at once: time batches of these sizes (with 1) side by side: per-stream ms per "
                         "frame, aggregate frames per second and RTF, peak RSS")
@@ -448,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        from .platform_info import check_cpu_level
+        check_cpu_level()   # a bad KAZEIA_CPU is a message before anything runs
         return args.func(args)
     except (ConversionError, ModelLoadError, OSError, ValueError) as e:   # (OSError: a folder not writable, a full disk)
         print(f"kazeia {args.command}: error: {e}", file=sys.stderr)

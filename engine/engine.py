@@ -140,6 +140,8 @@ class Engine:
                  max_batch: int = 1):
         """`max_batch` > 1: streams started from any thread run together, up to that many in one
         batch (one talker and one code-predictor launch per frame for all of them); 1: one at a time."""
+        from .platform_info import check_cpu_level
+        check_cpu_level()   # a bad KAZEIA_CPU: ValueError naming it, before any kernel is chosen
         self.model = model
         from .batch import Batcher
         self._batcher = Batcher(self, max_batch)

@@ -100,10 +100,18 @@ class ModelFile:
                 return getter(key)
             except _native.ModelLoadError:
                 continue
-        raise KeyError(key)
+        raise _native.ModelLoadError(f"{self.path}: metadata key {key} is not a number, flag or string")
 
     def text_tokenizer(self, split: str = "qwen2") -> TextTokenizer:
-        return TextTokenizer(self.native.get_string("tokenizer.huggingface.json"), split=split)
+        key = "tokenizer.huggingface.json"
+        text = self.native.get_string(key)
+        try:
+            return TextTokenizer(text, split=split)
+        except ValueError:
+            raise
+        except Exception as e:   # the tokenizers library raises plain Exception for damaged JSON
+            raise _native.ModelLoadError(f"{self.path}: metadata key {key} is not a valid tokenizer "
+                                         f"(damaged file?): {e}") from None
 
     def special_text_ids(self) -> dict[str, int]:
         return {k[len(P + "token."):]: self.native.get_int(k) for k in self.native.keys() if k.startswith(P + "token.")}

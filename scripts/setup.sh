@@ -54,7 +54,8 @@ pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
 #   wheel   the prebuilt PyPI wheel (AVX2, CPU only)
 #   auto    cuda when nvcc works and a GPU is listed, vulkan when a Vulkan loader sees a hardware GPU,
 #           else native; a failed build falls back down that list, ending at the wheel.
-# Built wheels are cached by flavor and CPU in ~/.cache/kazeia/ggml, so reruns don't rebuild.
+# Built wheels are cached by flavor, CPU and build flags in ~/.cache/kazeia/ggml, so reruns don't
+# rebuild; every build is checked to hold the backend it was asked for before it is cached or installed.
 cache="${KAZEIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kazeia}/ggml"
 cpu_id="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-10)"
 
@@ -81,27 +82,50 @@ build_flags() {   # cmake definitions of a flavor
   printf '%s\n' "${f[@]}"
 }
 
+# The identity of flavor $1's build: flavor, release, CPU and a hash of its build flags (and nvcc),
+# so a cached wheel or an installed venv is only ever reused for the build it really is.
+build_key() {
+  local flavor="$1" key="$1-$ggml_version"
+  [[ "$flavor" == wheel ]] && { echo "$key"; return; }
+  key+="-$cpu_id-$(build_flags "$flavor" | sha256sum | cut -c1-8)"
+  [[ "$flavor" == cuda ]] && key+="-$(nvcc --version | sha256sum | cut -c1-6)"
+  echo "$key"
+}
+
+# Whether the venv's installed ggml holds flavor $1's backend library.
+venv_has_backend() {
+  local lib
+  case "$1" in vulkan) lib=libggml-vulkan.so ;; cuda) lib=libggml-cuda.so ;; *) return 0 ;; esac
+  ls "$venv"/lib/python*/site-packages/libggml/lib*/"$lib" >/dev/null 2>&1
+}
+
 # Installs flavor $1 (building its wheel once); fails when the build fails.
 install_ggml() {
-  local flavor="$1" key dir wheel
+  local flavor="$1" dir wheel flags
   if [[ "$flavor" == wheel ]]; then
     "${pip[@]}" --force-reinstall --no-deps "libggml-python==$ggml_version"
     return
   fi
-  key="$ggml_version-$flavor-$cpu_id"
-  [[ "$flavor" == cuda ]] && key+="-$(nvcc --version | sha256sum | cut -c1-6)"
-  dir="$cache/$key"
+  mapfile -t flags < <(build_flags "$flavor")
+  dir="$cache/$(build_key "$flavor")"
   wheel="$(ls "$dir"/libggml_python-*.whl 2>/dev/null | head -1)"
+  if [[ -n "$wheel" ]] && ! "$python" scripts/check_ggml_wheel.py "$flavor" "$wheel"; then
+    echo "discarding the cached wheel: it is not a $flavor build" >&2
+    rm -rf "$dir"; wheel=""
+  fi
   # (auto does not retry a build that failed on this machine; naming the flavor does)
   [[ -z "$wheel" && -f "$dir.failed" && "$ggml_flavor" == auto ]] && return 1
   if [[ -z "$wheel" ]]; then
-    local flags
-    mapfile -t flags < <(build_flags "$flavor")
     log "building ggml $ggml_version ($flavor; native ~1 min, vulkan ~6 min, cuda longer) into $dir"
-    mkdir -p "$dir.tmp"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    # --no-cache-dir: pip's wheel cache is keyed by the sdist alone, not by the -C flags, and would
+    # hand back an earlier flavor's wheel as this one
     CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-      "$venv/bin/python" -m pip wheel --disable-pip-version-check -q --no-deps --no-binary libggml-python \
-      "libggml-python==$ggml_version" "${flags[@]}" -w "$dir.tmp" || { rm -rf "$dir.tmp"; touch "$dir.failed"; return 1; }
+      "$venv/bin/python" -m pip wheel --disable-pip-version-check --no-cache-dir -q --no-deps \
+      --no-binary libggml-python "libggml-python==$ggml_version" "${flags[@]}" -w "$dir.tmp" \
+      || { rm -rf "$dir.tmp"; touch "$dir.failed"; return 1; }
+    wheel="$(ls "$dir.tmp"/libggml_python-*.whl | head -1)"
+    "$python" scripts/check_ggml_wheel.py "$flavor" "$wheel" || { rm -rf "$dir.tmp"; touch "$dir.failed"; return 1; }
     rm -rf "$dir" "$dir.failed" && mv "$dir.tmp" "$dir"   # only a complete build is ever cached
     wheel="$(ls "$dir"/libggml_python-*.whl | head -1)"
   else
@@ -122,11 +146,17 @@ esac
 stamp="$venv/.kazeia-ggml"
 installed="$(cat "$stamp" 2>/dev/null || true)"
 # (auto keeps a GPU build already installed for this CPU: it contains the native CPU backend too)
-[[ "$ggml_flavor" == auto && "$installed" =~ ^(vulkan|cuda)-$ggml_version-$cpu_id$ ]] && chain=("${installed%%-*}")
+if [[ "$ggml_flavor" == auto && "$installed" =~ ^(vulkan|cuda)- ]] \
+   && [[ "$installed" == "$(build_key "${installed%%-*}")" ]]; then
+  chain=("${installed%%-*}")
+fi
 for flavor in "${chain[@]}"; do
-  [[ "$installed" == "$flavor-$ggml_version-$cpu_id" ]] && break   # already in the venv
+  key="$(build_key "$flavor")"
+  # already in the venv, and really that build (a venv labelled by an older setup.sh may not be)
+  [[ "$installed" == "$key" ]] && venv_has_backend "$flavor" && break
   if install_ggml "$flavor"; then
-    echo "$flavor-$ggml_version-$cpu_id" > "$stamp"
+    venv_has_backend "$flavor" || { echo "ggml '$flavor' installed without its backend library" >&2; exit 1; }
+    echo "$key" > "$stamp"
     break
   fi
   echo "ggml build '$flavor' failed" >&2

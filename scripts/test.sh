@@ -2,7 +2,8 @@
 # Sets up everything and runs the whole test suite: the engine against the official PyTorch
 # reference (live, in its own venv .venv-ref), the workbench a second time on a virtual X display
 # (offscreen hides focus and window-system problems), then the placement and workbench tests again
-# with a real non-CPU ggml device: Vulkan on Mesa's lavapipe (a software GPU). CI runs exactly this
+# with a real non-CPU ggml device: Vulkan on Mesa's lavapipe (a software GPU), and the engine's tests
+# at every lower CPU level of Kazeia's kernels (KAZEIA_CPU=avx2, generic). CI runs exactly this
 # (.ci/run). KAZEIA_GGML other than vulkan skips the Vulkan pass.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,6 +20,18 @@ else
   echo "xvfb-run missing: the X11 pass of the workbench tests is skipped" >&2
 fi
 env -u GGML_VK_VISIBLE_DEVICES "${pytest[@]}" tests -ra "$@"
+
+# 1b. Kazeia's kernels at every lower CPU level this CPU allows (KAZEIA_CPU caps them; the run above
+# used the CPU's own level): the kernel checks, the parity tests against the goldens and the rest of
+# the engine's tests again (~2 min each), so the AVX2 and generic paths (most laptops; any other
+# CPU) are tested, not assumed. The reference and the workbench are not rerun.
+detected="$(.venv/bin/python -c 'from kazeia import _native; print(_native.cpu_level()["detected"])')"
+case "$detected" in avx512) lower=(avx2 generic) ;; avx2) lower=(generic) ;; *) lower=() ;; esac
+for level in "${lower[@]}"; do
+  echo "== kernels and parity at KAZEIA_CPU=$level (this CPU: $detected)"
+  env -u GGML_VK_VISIBLE_DEVICES KAZEIA_CPU="$level" "${pytest[@]}" tests -q -ra -m "not slow" -k "not accel" \
+    --ignore=tests/reference --ignore=tests/test_workbench.py "$@"
+done
 
 # 2. Vulkan0 on lavapipe: placement tests and the workbench's placement A/B on a real second device
 if [[ "$(cut -d- -f1 .venv/.kazeia-ggml)" != vulkan ]]; then

@@ -41,7 +41,38 @@ def test_make_random_model_and_demo(tmp_path):
 def test_devices():
     r = kazeia("devices", "--json")
     assert r.returncode == 0
-    assert any(d["type"] == "cpu" for d in json.loads(r.stdout))
+    out = json.loads(r.stdout)
+    assert any(d["type"] == "cpu" for d in out["devices"])
+    # the build it names is the build it has: a GPU flavour lists its backend's device type
+    build = out["ggml_build"]
+    assert build["flavor"] in ("native", "vulkan", "cuda", "wheel", "cpu")
+    if build["flavor"] in ("vulkan", "cuda"):
+        assert build["backends"] == [build["flavor"]]
+    level = out["cpu_level"]
+    assert level["level"] in ("avx512", "avx2", "generic") and level["requested"] in ("auto", "avx512", "avx2", "generic")
+    r = kazeia("devices")
+    assert r.returncode == 0 and f"ggml {build['flavor']} build" in r.stdout and f"at level {level['level']}" in r.stdout
+
+
+@pytest.mark.parametrize("cap", ["generic", "avx2", "avx512"])
+def test_cpu_level_caps_and_never_raises(cap):
+    levels = ("generic", "avx2", "avx512")
+    detected = json.loads(kazeia("devices", "--json").stdout)["cpu_level"]["detected"]
+    r = kazeia("devices", "--json", env={"KAZEIA_CPU": cap})
+    assert r.returncode == 0, r.stderr
+    level = json.loads(r.stdout)["cpu_level"]
+    assert level["level"] == levels[min(levels.index(cap), levels.index(detected))]
+    assert level["requested"] == cap and level["detected"] == detected
+    if level["level"] == "generic":
+        assert not any(k["active"] for k in level["kernels"])
+
+
+def test_bad_cpu_level_is_a_message():
+    r = kazeia("devices", env={"KAZEIA_CPU": "avx9000"})
+    assert r.returncode == 2
+    assert "KAZEIA_CPU=avx9000" in r.stderr and "generic" in r.stderr and "Traceback" not in r.stderr
+    r = kazeia("info", "demo", env={"KAZEIA_CPU": "fast"})
+    assert r.returncode == 2 and "KAZEIA_CPU=fast" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_errors_are_messages_not_tracebacks(tmp_path):

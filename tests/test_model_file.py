@@ -177,3 +177,21 @@ def test_semantic_problems_name_what_is_wrong(converted, tmp_path):
     # the unedited copy still loads: the edits, not the copying, caused the errors
     rewrite_gguf(src, tmp_path / "same.gguf")
     assert open_model(tmp_path / "same.gguf").info.variant == "custom_voice"
+
+
+def test_damaged_metadata_is_a_model_load_error(converted, tmp_path):
+    """A damaged tokenizer JSON or a metadata value of the wrong kind names the file and the key when
+    the engine loads it (not a bare exception from the tokenizer library)."""
+    from kazeia.engine import Engine
+    src = converted("custom_voice")
+    key = "tokenizer.huggingface.json"
+    text = gguf.GGUFReader(src).fields[key].contents()
+    for i, damaged in enumerate([text[:929], text.replace('"model"', '"modle"', 1)]):
+        dst = tmp_path / f"tok{i}.gguf"
+        rewrite_gguf(src, dst, set_values={key: damaged})
+        with pytest.raises(ModelLoadError, match=rf"tok{i}\.gguf: metadata key {key} is not a valid tokenizer"):
+            Engine.load(dst, threads=1)
+    r = subprocess.run([sys.executable, "-m", "kazeia.engine", "say", "--model", str(tmp_path / "tok0.gguf"),
+                        "--speaker", "vivian", "--text", "hi", "-o", str(tmp_path / "x.wav")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "not a valid tokenizer" in r.stderr and "Traceback" not in r.stderr

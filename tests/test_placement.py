@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from kazeia import _native
+from kazeia.engine.platform_info import at_cpu_level
 from kazeia.engine import Engine, SamplingParams, open_model
 from kazeia.engine import placement as placements
 from kazeia.engine.accuracy import decoder_snr_db, logit_divergence
@@ -215,7 +216,7 @@ def test_one_column_q8_0_kernel_matches_ggml():
     for (rows, cols), avx2_only in [(c, False) for c in cases] + [(cases[1], True)]:   # and without VNNI
         applied, ggml, ours = _native.compare_gemv_q8_0(rows, cols, seed=rows, avx2_only=avx2_only)
         if not applied:
-            pytest.skip("the kernel needs AVX2, FMA and F16C")
+            pytest.skip("the kernel needs AVX2, FMA and F16C" + at_cpu_level())
         assert ggml.shape == ours.shape == (rows,)
         assert np.abs(ggml - ours).max() <= 1e-6 * np.abs(ggml).max()
 
@@ -228,7 +229,7 @@ def test_q6_k_kernel_matches_ggml():
                           (1031, 3072, 67)]:
         applied, ggml, ours = _native.compare_gemv_q6_k(rows, cols, n, seed=rows)
         if not applied:
-            pytest.skip("the kernel needs AVX2, FMA and F16C")
+            pytest.skip("the kernel needs AVX2, FMA and F16C" + at_cpu_level())
         assert ggml.shape == ours.shape == (n, rows)
         assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (rows, cols, n)
 
@@ -243,7 +244,7 @@ def test_prompt_gemm_matches_ggml_and_the_exact_product():
                                  ("q6_k", 64, 1024, 8), ("q6_k", 1024, 3072, 67), ("q6_k", 160, 512, 11)]:
         applied, ggml, ours, exact = _native.compare_gemm_int8(type_, rows, cols, n, seed=rows)
         if not applied:
-            pytest.skip("the GEMM needs AVX-512 VNNI")
+            pytest.skip("the GEMM needs AVX-512 VNNI" + at_cpu_level())
         assert ggml.shape == ours.shape == exact.shape == (n, rows)
         if type_ == "q8_0":
             assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (type_, rows, cols, n)
@@ -270,7 +271,7 @@ def test_lanes_layout_matches_ggml_and_is_the_same_for_any_batch():
                                  ("q5_k", 160, 512, 11), ("q5_k", 1024, 3072, 67)]:
         applied, ggml, batch, alone = _native.compare_lanes(type_, rows, cols, n, seed=rows + n)
         if not applied:
-            pytest.skip("the lanes layout needs AVX-512 VNNI")
+            pytest.skip("the lanes layout needs AVX-512 VNNI" + at_cpu_level())
         assert ggml.shape == batch.shape == alone.shape == (n, rows)
         assert np.array_equal(batch, alone), (type_, rows, cols, n)
         if type_ == "q8_0":
@@ -299,7 +300,7 @@ def test_weights_sharing_one_launch_give_the_products_each_gives_alone():
                                  ("q5_k", 1024, 1024, 67)]:
         applied, one, split = _native.compare_lanes_fused(type_, rows, cols, n, seed=rows + n)
         if not applied:
-            pytest.skip("the lanes layout needs AVX-512 VNNI")
+            pytest.skip("the lanes layout needs AVX-512 VNNI" + at_cpu_level())
         assert one.shape == split.shape == (n, rows)
         assert np.array_equal(one, split), (type_, rows, cols, n)
         assert np.abs(one).max() > 0
@@ -339,7 +340,7 @@ def test_lanes_copies_in_huge_pages_or_not_give_the_same_products():
     for r in runs:
         assert r.returncode == 0, r.stderr[-2000:]
     if runs[0].stdout.startswith("[False"):
-        pytest.skip("the lanes layout needs AVX-512 VNNI")
+        pytest.skip("the lanes layout needs AVX-512 VNNI" + at_cpu_level())
     assert runs[0].stdout == runs[1].stdout and len(runs[0].stdout) > 1000
 
 
@@ -351,7 +352,24 @@ def test_prefill_attention_matches_ggml():
                                                (64, 8, 8, 33, 3), (32, 4, 1, 130, 0)]:
         applied, ggml, ours = _native.compare_prefill_attention(head_dim, heads, kv_heads, n, pos0, seed=n)
         if not applied:
-            pytest.skip("the prefill attention needs AVX-512")
+            pytest.skip("the prefill attention needs AVX-512" + at_cpu_level())
         assert ggml.shape == ours.shape == (n, head_dim * heads)
         assert np.all(np.isfinite(ours))
         assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (head_dim, heads, kv_heads, n, pos0)
+
+
+def test_kernels_follow_the_cpu_level():
+    """Each of Kazeia's kernels runs exactly where the CPU level in force (KAZEIA_CPU, capped at what
+    the CPU has) allows it, and what `kazeia devices` says matches what the products do. CI runs
+    this file at every level the CPU has (scripts/test.sh)."""
+    level = _native.cpu_level()
+    active = {k["id"]: k["active"] for k in level["kernels"]}
+    assert _native.compare_gemv_q8_0(64, 1024, seed=1, avx2_only=True)[0] == active["gemv_q8_0"]
+    assert _native.compare_gemv_q6_k(64, 1024, 1, seed=1)[0] == active["gemv_q6_k"]
+    assert _native.compare_gemm_int8("q8_0", 64, 1024, 16, seed=1)[0] == active["gemm_int8"]
+    for type_ in ("q8_0", "q6_k", "q5_k"):
+        assert _native.compare_lanes(type_, 64, 1024, 2, seed=1)[0] == active["lanes"], type_
+    assert _native.compare_gemm_bf16(64, 64, 4, seed=1)[0] == active["gemm_bf16"]
+    assert _native.compare_prefill_attention(64, 4, 2, 8, 0, seed=1)[0] == active["prefill_attention"]
+    if level["level"] == "generic":
+        assert not any(active.values())

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from kazeia.engine import open_model
+from kazeia.engine.platform_info import at_cpu_level
 from kazeia.engine.speech_decoder import SpeechDecoder
 
 from goldens import GOLDEN
@@ -195,7 +196,7 @@ def test_bf16_decoder_products_match_ggml_and_do_not_depend_on_the_column_count(
                           (48, 96, 7)]:
         applied, ggml, ours, alone = _native.compare_gemm_bf16(rows, cols, n, seed=rows)
         if not applied:
-            pytest.skip("the bf16 GEMM needs AVX-512 BF16")
+            pytest.skip("the bf16 GEMM needs AVX-512 BF16" + at_cpu_level())
         assert ggml.shape == ours.shape == alone.shape == (n, rows)
         assert np.array_equal(ours, alone), (rows, cols, n)
         assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (rows, cols, n)
@@ -213,7 +214,7 @@ def test_bf16_convolutions_read_their_taps_in_place_with_the_same_sums():
                                               (96, 96, 1, 1, 40), (32, 16, 7, 9, 20), (192, 576, 1, 1, 64)]:
         applied, separate, f32_in, bf16_in = _native.compare_conv_bf16(channels, rows, taps, dilation, n, seed=rows)
         if not applied:
-            pytest.skip("the bf16 GEMM needs AVX-512 BF16")
+            pytest.skip("the bf16 GEMM needs AVX-512 BF16" + at_cpu_level())
         assert separate.shape == (taps * n - (taps - 1) * dilation, rows)
         assert np.abs(separate).max() > 1   # (a product, not zeros)
         assert np.array_equal(separate, f32_in) and np.array_equal(separate, bf16_in), (channels, taps, dilation)

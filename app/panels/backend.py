@@ -1,4 +1,4 @@
-"""Backend bar: the model, compute threads, where each stage runs (with what each mode means and
+"""Backend bar: the model, the ggml build and CPU level in use, compute threads, where each stage runs (with what each mode means and
 why one is unavailable), and the audio output: device, master volume, level meter."""
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QPro
                                QSlider, QSpinBox, QToolButton)
 
 from kazeia.engine.placement import MEANINGS, MODES, STAGES, TABLET_NAMES, mode_status
+from kazeia.engine.platform_info import cpu_level, describe_cpu_level, ggml_build
 from kazeia.engine.threads import available_cores
 
 from ..levels import FLOOR_DB
@@ -20,6 +21,16 @@ def workbench_threads() -> int:
     return max(1, available_cores() - 1)
 
 
+def build_summary() -> str:
+    """The ggml build and the CPU level of Kazeia's kernels, in a few words (every figure the
+    window shows was made by them)."""
+    return f"ggml {ggml_build().flavor} \u00b7 CPU kernels {cpu_level()['level']}"
+
+
+def build_details() -> str:
+    return "\n".join([ggml_build().describe(), *describe_cpu_level()])
+
+
 def modes_help() -> str:
     """What the modes mean, for the Help menu and the "?" button."""
     status = mode_status()
@@ -28,7 +39,7 @@ def modes_help() -> str:
         s = status[mode]
         lines.append(f"{mode} ({TABLET_NAMES[mode]}): {MEANINGS[mode]}.")
         lines.append(f"    here: {s.reason if s.available else 'unavailable: ' + s.reason}")
-    lines += ["", "A change applies to the next take; a take records the placement it ran with, and the "
+    lines += ["", build_details(), "", "A change applies to the next take; a take records the placement it ran with, and the "
               "latency view says on which device each stage ran."]
     return "\n".join(lines)
 
@@ -73,6 +84,10 @@ class BackendPanel(Panel):
         row.addWidget(self.open_button)
         row.addWidget(self.model_label, 1)
         row.addWidget(self.conversion)
+        self.build_label = QLabel(build_summary())
+        self.build_label.setObjectName("build_label")
+        self.build_label.setToolTip(build_details())
+        row.addWidget(self.build_label)
         grid.addLayout(row, 0, 0)
 
         row = QHBoxLayout()

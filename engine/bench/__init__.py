@@ -8,7 +8,12 @@ import json
 from pathlib import Path
 
 def main_bench(args) -> int:
-    if args.batch is not None:
+    if args.cpu is not None:
+        from .levels import bench_levels
+        result = bench_levels(tuple(args.cpu), size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
+                              frames=args.frames, threads=args.threads, runs=args.runs, model_path=args.model,
+                              progress=not args.quiet, ggml_lib=args.ggml_lib)
+    elif args.batch is not None:
         from .batch import bench_batch
         result = bench_batch(tuple(args.batch), size=args.size, out_type=args.type,
                              decoder_type=args.decoder_type or "f16", frames=args.frames, threads=args.threads,
@@ -34,6 +39,9 @@ def main_bench(args) -> int:
                            frames=args.frames, threads=args.threads, reference=not args.no_reference,
                            divergence_types=tuple(args.divergence or ()), model_path=args.model,
                            progress=not args.quiet, peers=not args.no_peers, runs=args.runs)
+    if "machine" not in result:   # every figure says which CPU, level and ggml build made it
+        from ..platform_info import machine_info
+        result["machine"] = machine_info()
     from .report import summary
     text = json.dumps(result, indent=2)
     if args.json == "-":

@@ -36,6 +36,21 @@ def summary(result: dict) -> str:
     stage = result.get("stage")
     head = f"{result.get('model', '')}: {result.get('size', '')}, threads {result.get('threads')}"
     lines = [head]
+    if result.get("machine"):
+        m = result["machine"]
+        lines[0] += f" on {m['cpu']} (kernels {m['cpu_level']}, ggml {m['ggml_build']})"
+    if stage == "cpu_levels":
+        lines[0] += f", {result['type']} with a {result['decoder_type']} decoder, {result['frames']} frames"
+        rows = []
+        for name, d in result["levels"].items():
+            v = d["vs_default"]
+            rows.append([f"KAZEIA_CPU={name} ({d['cpu_level']})", _ms(d["ms_per_frame"]), f"{d['total_ms_per_frame']:.1f}",
+                         f"{d['prefill_ms']:.0f}", f"{d['rtf']:.2f}", f"{d['ratio_to_roofline']:.2f}x",
+                         " / ".join(f"{v[s]:.2f}" for s in STAGES) + f"; RTF {v['rtf']:.2f}"])
+        lines += _table(["level", "talker / cp / decoder ms", "total ms", "prefill ms", "RTF", "vs roofline",
+                         "vs default (stages; RTF)"], rows)
+        lines.append(f"medians of {result['runs']} alternating run(s) per level, one process each")
+        return "\n".join(lines)
     if stage == "all":
         k = result["kazeia"]
         lines[0] += f", {result['type']} with a {result['decoder_type']} decoder, {result['frames']} frames"

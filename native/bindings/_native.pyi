@@ -9,7 +9,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_gemm_bf16', 'compare_gemm_int8', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
+__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_gemm_bf16', 'compare_gemm_int8', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'cpu_level', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
 class ModelLoadError(ValueError):
     pass
 class Model:
@@ -244,6 +244,10 @@ def compare_prefill_attention(head_dim: typing.SupportsInt | typing.SupportsInde
 def compare_repacked_matmul(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
     W x for a random q4_K W through the plain and the CPU's repacked layout: (repacked?, plain, repacked)
+    """
+def cpu_level() -> dict:
+    """
+    the CPU level Kazeia's kernels use (KAZEIA_CPU caps it), what the CPU has, and each kernel's state
     """
 def devices() -> list:
     """

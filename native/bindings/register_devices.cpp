@@ -1,6 +1,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "kazeia/cpu_level.h"
 #include "kazeia/devices.h"
 #include "kazeia/launch_report.h"
 #include "kazeia/thread_pool.h"
@@ -56,6 +57,25 @@ void register_devices(py::module_ & m) {
         }
         return out;
     }, "ggml's devices: name, description, type, backend, memory and capabilities");
+
+    m.def("cpu_level", [] {
+        py::dict d;
+        d["level"] = cpu_level_name(cpu_level_in_force());   // raises ValueError on a bad KAZEIA_CPU
+        d["detected"] = cpu_level_name(cpu_level_detected());
+        d["requested"] = cpu_level_requested();
+        py::list kernels;
+        for (const kernel_status & k : kernel_statuses()) {
+            py::dict e;
+            e["id"] = k.id;
+            e["name"] = k.name;
+            e["needs"] = k.needs;
+            e["active"] = k.active;
+            e["otherwise"] = k.otherwise;
+            kernels.append(e);
+        }
+        d["kernels"] = kernels;
+        return d;
+    }, "the CPU level Kazeia's kernels use (KAZEIA_CPU caps it), what the CPU has, and each kernel's state");
 }
 
 }  // namespace kazeia::bindings

@@ -50,7 +50,7 @@ import numpy as np
 
 FORMAT_VERSION = 1
 SEED = 20240601
-TORCH_THREADS = 1  # one thread: reductions happen in one fixed order
+TORCH_THREADS = 1  # one thread: reductions happen in one fixed order (--threads: to measure the spread)
 
 
 # =============================================================================
@@ -1375,15 +1375,19 @@ def check_env() -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
+    global TORCH_THREADS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="output folder (e.g. tests/golden)")
     ap.add_argument("--check-env", action="store_true", help="only check that the reference imports")
+    ap.add_argument("--threads", type=int, default=TORCH_THREADS,
+                    help="torch threads (the goldens use 1; measure_spread.py tries others)")
     args = ap.parse_args(argv)
     if args.check_env:
         check_env()
         return
     if not args.out:
         ap.error("--out is required")
+    TORCH_THREADS = args.threads
     build(os.path.abspath(args.out))
 
 

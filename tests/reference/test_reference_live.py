@@ -1,16 +1,14 @@
-"""Live regeneration check: the committed goldens in tests/golden/ are exactly what
-the official reference (qwen-tts 0.1.1) produces today.
+"""Live regeneration check: the committed goldens in tests/golden/ are what the official reference
+(qwen-tts 0.1.1) produces today, on this CPU.
 
-build_goldens.py runs in a subprocess with the reference venv's interpreter
-(KAZEIA_REF_PYTHON, default <repo>/.venv-ref/bin/python), writes into a temporary
-folder, and every committed array, JSON value and checkpoint tensor is compared
-with the regenerated one.
-
-Comparison is exact: on one machine the generator is bit-reproducible (measured:
-repeated runs give byte-identical files).  A different CPU may take other SIMD
-code paths in torch and change the last bits of float results; set
-KAZEIA_REF_ATOL (e.g. 1e-6) to compare floats within that absolute tolerance
-instead (integers, ids and codes stay exact).
+build_goldens.py runs in a subprocess with the reference venv's interpreter (KAZEIA_REF_PYTHON,
+default <repo>/.venv-ref/bin/python) and writes into a temporary folder. Integers (ids, codes,
+sampled tokens), strings, JSON structure, checkpoint tensors and text files must be identical.
+Floats (arrays and derived JSON values) may move in their last bits on another CPU or with another
+thread count, because torch and MKL take other code paths there: each is compared within the
+tolerance stored for it in reference_spread.json, calibrated from the reference's own spread
+(measure_spread.py: thread counts, torch's and MKL's kernel levels on one machine, and the spread
+reported from other CPUs). The largest diffs seen are printed in the run's summary.
 
 Runs in ~30 s on 2 CPUs.  Deselect with  -m "not reference".
 """
@@ -18,13 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from typing import Dict
 
-import numpy as np
 import pytest
+
+from golden_diff import GoldenDiff, compare
 
 pytestmark = pytest.mark.reference
 
@@ -32,7 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_DIR = Path(os.environ.get("KAZEIA_GOLDEN_DIR", REPO_ROOT / "tests" / "golden"))
 BUILD_SCRIPT = Path(__file__).resolve().with_name("build_goldens.py")
 REF_PYTHON = Path(os.environ.get("KAZEIA_REF_PYTHON", REPO_ROOT / ".venv-ref" / "bin" / "python"))
-FLOAT_ATOL = float(os.environ.get("KAZEIA_REF_ATOL", "0"))
+SPREAD_FILE = Path(__file__).resolve().with_name("reference_spread.json")
 
 if not REF_PYTHON.exists() and os.environ.get("KAZEIA_REQUIRE_REFERENCE"):
     # CI sets this: the live check must run there, a missing reference is a failure
@@ -42,10 +40,6 @@ if not REF_PYTHON.exists():
                 f"or set KAZEIA_REF_PYTHON)", allow_module_level=True)
 if not (GOLDEN_DIR / "manifest.json").exists():
     pytest.skip(f"no committed goldens in {GOLDEN_DIR}", allow_module_level=True)
-
-
-def _committed(pattern: str):
-    return sorted(p.relative_to(GOLDEN_DIR).as_posix() for p in GOLDEN_DIR.glob(pattern) if p.is_file())
 
 
 def _env() -> Dict[str, str]:
@@ -70,89 +64,26 @@ def regenerated(tmp_path_factory) -> Path:
     return out
 
 
-# ----------------------------------------------------------------------------- helpers
-def _assert_arrays_equal(name: str, a: np.ndarray, b: np.ndarray) -> None:
-    assert a.dtype == b.dtype, f"{name}: dtype {a.dtype} != {b.dtype}"
-    assert a.shape == b.shape, f"{name}: shape {a.shape} != {b.shape}"
-    if np.issubdtype(a.dtype, np.floating):
-        if FLOAT_ATOL > 0:
-            np.testing.assert_allclose(b, a, rtol=0, atol=FLOAT_ATOL, err_msg=name)
-        elif not np.array_equal(a, b, equal_nan=True):
-            finite = np.isfinite(a) & np.isfinite(b)
-            diff = float(np.max(np.abs(a[finite] - b[finite]))) if finite.any() else float("nan")
-            raise AssertionError(f"{name}: float values differ (max |diff| {diff:.3e}, "
-                                 f"{int(np.sum(a != b))} of {a.size} elements); set KAZEIA_REF_ATOL "
-                                 f"to compare with a tolerance")
-    else:
-        np.testing.assert_array_equal(b, a, err_msg=name)
-
-
-def _assert_json_equal(path: str, a: Any, b: Any) -> None:
-    if isinstance(a, dict):
-        assert isinstance(b, dict), f"{path}: dict vs {type(b).__name__}"
-        assert list(a) == list(b), f"{path}: keys differ: {sorted(set(a) ^ set(b))}"
-        for k in a:
-            _assert_json_equal(f"{path}.{k}", a[k], b[k])
-    elif isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), f"{path}: list length {len(a)} vs {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            _assert_json_equal(f"{path}[{i}]", x, y)
-    elif isinstance(a, float) and isinstance(b, float) and FLOAT_ATOL > 0:
-        assert abs(a - b) <= FLOAT_ATOL, f"{path}: {a!r} vs {b!r}"
-    else:
-        assert type(a) is type(b) and a == b, f"{path}: {a!r} != {b!r}"
-
-
-def _read_safetensors(path: Path) -> Tuple[Dict[str, Any], Dict[str, Tuple[str, list, bytes]]]:
-    """Minimal safetensors reader (8-byte header length, JSON header, raw data)."""
-    blob = path.read_bytes()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    data = blob[8 + n:]
-    return meta, {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
-                  for k, v in header.items()}
-
-
 # ----------------------------------------------------------------------------- tests
-def test_same_files(regenerated: Path):
-    committed = set(_committed("**/*"))
-    fresh = {p.relative_to(regenerated).as_posix() for p in regenerated.rglob("*") if p.is_file()}
-    assert committed == fresh, f"only committed: {sorted(committed - fresh)}; only regenerated: {sorted(fresh - committed)}"
+@pytest.fixture(scope="module")
+def diff(regenerated: Path) -> GoldenDiff:
+    return compare(GOLDEN_DIR, regenerated)
 
 
-@pytest.mark.parametrize("name", _committed("*.npz"))
-def test_npz_arrays(regenerated: Path, name: str):
-    with np.load(GOLDEN_DIR / name) as old, np.load(regenerated / name) as new:
-        assert old.files == new.files, f"{name}: arrays differ: {sorted(set(old.files) ^ set(new.files))}"
-        for key in old.files:
-            _assert_arrays_equal(f"{name}:{key}", old[key], new[key])
+def test_exact_parts_are_identical(diff: GoldenDiff):
+    """Ids, codes, strings, checkpoint tensors: the same bits on every CPU."""
+    assert not diff.mismatches, "\n".join(diff.mismatches[:20])
 
 
-@pytest.mark.parametrize("name", _committed("*.json"))
-def test_json_values(regenerated: Path, name: str):
-    old = json.loads((GOLDEN_DIR / name).read_text(encoding="utf-8"))
-    new = json.loads((regenerated / name).read_text(encoding="utf-8"))
-    if FLOAT_ATOL > 0 and name == "manifest.json":
-        # with a float tolerance the npz hashes legitimately differ; compare the rest
-        for m in (old, new):
-            for rel, entry in m.get("files", {}).items():
-                if rel.endswith(".npz"):
-                    entry.pop("sha256", None), entry.pop("bytes", None)
-            m.pop("total_bytes", None)
-    _assert_json_equal(name, old, new)
-
-
-@pytest.mark.parametrize("name", _committed("checkpoints/**/*.safetensors"))
-def test_checkpoint_tensors(regenerated: Path, name: str):
-    old_meta, old = _read_safetensors(GOLDEN_DIR / name)
-    new_meta, new = _read_safetensors(regenerated / name)
-    assert old_meta == new_meta
-    assert sorted(old) == sorted(new), f"{name}: tensor names differ: {sorted(set(old) ^ set(new))}"
-    bad = [k for k in sorted(old) if old[k] != new[k]]
-    assert not bad, f"{name}: {len(bad)} tensors differ, e.g. {bad[:5]}"
-
-
-@pytest.mark.parametrize("name", [n for n in _committed("checkpoints/**/*") if not n.endswith(".safetensors")])
-def test_checkpoint_text_files(regenerated: Path, name: str):
-    assert (GOLDEN_DIR / name).read_bytes() == (regenerated / name).read_bytes(), name
+def test_floats_within_the_reference_spread(diff: GoldenDiff, report):
+    spread = json.loads(SPREAD_FILE.read_text())
+    tolerance = spread["tolerance"]
+    unknown = sorted(set(diff.float_diffs) - set(tolerance))
+    assert not unknown, f"no stored tolerance for {unknown[:5]}: rerun tests/reference/measure_spread.py"
+    over = {q: (d, tolerance[q]) for q, d in diff.float_diffs.items() if d > tolerance[q]}
+    moved = sorted(((d, q) for q, d in diff.float_diffs.items() if d > 0), reverse=True)
+    report(f"reference vs committed goldens on this CPU: {len(moved)} of {len(diff.float_diffs)} float quantities "
+           f"moved" + (f"; largest: " + ", ".join(f"{q} {d:.2e} (tolerance {tolerance[q]:.2e})" for d, q in moved[:3])
+                       if moved else " (bit-identical)"))
+    assert not over, "beyond the reference's own spread: " + "; ".join(
+        f"{q}: |diff| {d:.3e} > {t:.3e}" for q, (d, t) in sorted(over.items()))

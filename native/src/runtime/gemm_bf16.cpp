@@ -16,8 +16,7 @@ constexpr int k_tile_columns = 6;      // 4 x 6 accumulators
 constexpr int64_t k_chunk_columns = 96;
 
 bool cpu_has_bf16() {
-    static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+    static const bool yes = cpu_allows(cpu_level::avx512, {"avx512bf16"});
     return yes;
 }
 

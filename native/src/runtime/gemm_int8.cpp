@@ -599,8 +599,7 @@ void pack_q5_k_panel(const uint8_t * src, int64_t k, uint8_t * dst, std::vector<
 }
 
 bool cpu_has_vnni512() {
-    static const bool yes = cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    static const bool yes = cpu_allows(cpu_level::avx512, {"avx512vnni"});
     return yes;
 }
 

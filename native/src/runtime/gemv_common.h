@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ggml.h"
+#include "kazeia/cpu_level.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -14,9 +15,9 @@
 namespace kazeia {
 
 #ifdef KAZEIA_X86
+// (the level in force: KAZEIA_CPU=generic turns every AVX2 kernel off)
 inline bool cpu_has_avx2() {
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                            __builtin_cpu_supports("f16c");
+    static const bool yes = cpu_allows(cpu_level::avx2);
     return yes;
 }
 

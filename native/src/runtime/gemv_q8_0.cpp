@@ -151,7 +151,7 @@ void columns_vnni(const block_q8 * w, const int8_t * q, const float * d, float *
 }
 
 bool has_vnni() {
-    static const bool yes = cpu_has_avx2() && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    static const bool yes = cpu_allows(cpu_level::avx512, {"avx512vnni"});
     return yes;
 }
 // tests pin the AVX2 path to check it on CPUs that have VNNI

@@ -12,7 +12,7 @@ namespace {
 
 #ifdef KAZEIA_X86
 bool cpu_has_avx512f() {
-    static const bool yes = __builtin_cpu_supports("avx512f");
+    static const bool yes = cpu_allows(cpu_level::avx512);
     return yes;
 }
 

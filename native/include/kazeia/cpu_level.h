@@ -1,0 +1,41 @@
+// The CPU level Kazeia's own kernels may use, detected at run time and capped by KAZEIA_CPU
+// (auto | avx512 | avx2 | generic), so that every level's kernels can be tested on one machine and a
+// user can rule out a kernel. The cap never raises the level above what the CPU has. ggml's own
+// kernels are not capped: they run at what ggml was built for (setup.sh: this CPU).
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace kazeia {
+
+enum class cpu_level { generic = 0, avx2 = 1, avx512 = 2 };
+
+// What this CPU has: avx512 = AVX-512 F/BW/VL (with AVX2, FMA, F16C), avx2 = AVX2, FMA and F16C.
+cpu_level cpu_level_detected();
+// The level in force: the detected one capped by KAZEIA_CPU, read once per process (weights laid
+// out for one level's kernels cannot be read by another's). A value that is not one of the four
+// names throws std::invalid_argument naming it (a bad value is not kept: the next call reads again).
+cpu_level cpu_level_in_force();
+// The requested cap as written ("auto" when KAZEIA_CPU is unset or empty).
+std::string cpu_level_requested();
+const char * cpu_level_name(cpu_level level);
+
+// Whether a kernel needing `level` and the CPU features `features` (names as
+// __builtin_cpu_supports takes them, e.g. "avx512vnni") may run: the level in force is at least
+// `level` and the CPU has every feature. False on a bad KAZEIA_CPU value.
+bool cpu_allows(cpu_level level, std::initializer_list<const char *> features = {});
+
+// Kazeia's kernels and, for each, whether it runs at the level in force, what it needs, and where
+// it does not run, which path takes its place (ggml's, named).
+struct kernel_status {
+    std::string id;     // short and stable, for tests
+    std::string name;
+    std::string needs;
+    bool active = false;
+    std::string otherwise;
+};
+std::vector<kernel_status> kernel_statuses();
+
+}  // namespace kazeia
