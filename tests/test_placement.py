@@ -221,13 +221,15 @@ def test_one_column_q8_0_kernel_matches_ggml():
         assert np.abs(ggml - ours).max() <= 1e-6 * np.abs(ggml).max()
 
 
-def test_q6_k_kernel_matches_ggml():
-    """The gate-passing q6_K type gets its own kernel too: one column (steps) and several (prefill,
-    four columns per unpacked block plus the rest one by one); ggml's q8_K quantisation of the
-    columns, so only the order of the float sums differs."""
+@pytest.mark.parametrize("type_", ["q6_k", "q5_k"])
+def test_k_quant_one_column_kernel_matches_ggml(type_):
+    """The gate-passing q6_K and q5_K types get their own kernel where the lanes layout is missing
+    (AVX2 without AVX-512 VNNI): one column (steps) and several (prefill, four columns per unpacked
+    block plus the rest one by one); ggml's q8_K quantisation of the columns, so only the order of
+    the float sums differs."""
     for rows, cols, n in [(64, 1024, 1), (1031, 3072, 1), (7, 256, 1), (1, 2048, 1), (64, 1024, 4), (33, 512, 7),
                           (1031, 3072, 67)]:
-        applied, ggml, ours = _native.compare_gemv_q6_k(rows, cols, n, seed=rows)
+        applied, ggml, ours = _native.compare_gemv_k_quant(type_, rows, cols, n, seed=rows)
         if not applied:
             pytest.skip("the kernel needs AVX2, FMA and F16C" + at_cpu_level())
         assert ggml.shape == ours.shape == (n, rows)
@@ -365,7 +367,8 @@ def test_kernels_follow_the_cpu_level():
     level = _native.cpu_level()
     active = {k["id"]: k["active"] for k in level["kernels"]}
     assert _native.compare_gemv_q8_0(64, 1024, seed=1, avx2_only=True)[0] == active["gemv_q8_0"]
-    assert _native.compare_gemv_q6_k(64, 1024, 1, seed=1)[0] == active["gemv_q6_k"]
+    for type_ in ("q6_k", "q5_k"):
+        assert _native.compare_gemv_k_quant(type_, 64, 1024, 1, seed=1)[0] == active["gemv_k_quants"]
     assert _native.compare_gemm_int8("q8_0", 64, 1024, 16, seed=1)[0] == active["gemm_int8"]
     for type_ in ("q8_0", "q6_k", "q5_k"):
         assert _native.compare_lanes(type_, 64, 1024, 2, seed=1)[0] == active["lanes"], type_

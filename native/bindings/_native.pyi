@@ -9,7 +9,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_gemm_bf16', 'compare_gemm_int8', 'compare_gemv_q6_k', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'cpu_level', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
+__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_gemm_bf16', 'compare_gemm_int8', 'compare_gemv_k_quant', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'cpu_level', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
 class ModelLoadError(ValueError):
     pass
 class Model:
@@ -60,6 +60,11 @@ class SpeechDecoder:
     def __init__(self, model: Model, weights_buffer: str = '', device: str = '') -> None:
         """
         The model's decoder weights, prepared once (kernels rearranged, Snake exponentials); weights_buffer: a host-visible buffer type to keep them in (placement accel-weights); device: an accelerator whose memory holds them, for scheduled streams (accel-sched)
+        """
+    @property
+    def bf16_relaid(self) -> int:
+        """
+        bf16 matrices re-laid as f16 at load (a CPU without Kazeia's bf16 kernels)
         """
 class SpeechDecoderStream:
     def __init__(self, decoder: SpeechDecoder, pool: ThreadPool, reference_chunking: bool = True, chunk_frames: typing.SupportsInt | typing.SupportsIndex = 300, left_context: typing.SupportsInt | typing.SupportsIndex = 25, max_graph_frames: typing.SupportsInt | typing.SupportsIndex = 8, profile: bool = False, scheduled: bool = False, share_compute: bool = False) -> None:
@@ -217,9 +222,9 @@ def compare_gemm_int8(type: str, rows: typing.SupportsInt | typing.SupportsIndex
     """
     W x for a random q8_0 or q6_K W and x of n columns (a prompt) through ggml_mul_mat and Kazeia's int8 GEMM, and the dequantised W times x in f32: (applied?, ggml [n, rows], ours [n, rows], exact [n, rows])
     """
-def compare_gemv_q6_k(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex = 1, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
+def compare_gemv_k_quant(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex = 1, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
-    W x for a random q6_K W and x of n columns through ggml_mul_mat and Kazeia's kernel: (applied?, ggml [n, rows], ours [n, rows])
+    W x for a random q6_K or q5_K W and x of n columns through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml [n, rows], ours [n, rows])
     """
 def compare_gemv_q8_0(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0, avx2_only: bool = False) -> tuple[bool, typing.Any, typing.Any]:
     """

@@ -33,7 +33,9 @@ void register_decoder(py::module_ & m) {
              py::arg("model"), py::arg("weights_buffer") = "", py::arg("device") = "", py::keep_alive<1, 2>(),
              "The model's decoder weights, prepared once (kernels rearranged, Snake exponentials); "
              "weights_buffer: a host-visible buffer type to keep them in (placement accel-weights); "
-             "device: an accelerator whose memory holds them, for scheduled streams (accel-sched)");
+             "device: an accelerator whose memory holds them, for scheduled streams (accel-sched)")
+        .def_property_readonly("bf16_relaid", &speech_decoder::bf16_relaid,
+                               "bf16 matrices re-laid as f16 at load (a CPU without Kazeia's bf16 kernels)");
 
     py::class_<speech_decoder_stream>(m, "SpeechDecoderStream")
         .def(py::init([](std::shared_ptr<speech_decoder> decoder, std::shared_ptr<thread_pool> pool, bool reference_chunking, int chunk_frames,

@@ -216,15 +216,16 @@ void register_model(py::module_ & m) {
         return py::make_tuple(p.applied, as_array(p.ggml, 1).attr("reshape")(rows), as_array(p.theirs, 1).attr("reshape")(-1));
     }, "W x for a random q8_0 W through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml, ours)",
        py::arg("rows"), py::arg("cols"), py::arg("seed") = 0, py::arg("avx2_only") = false);
-    m.def("compare_gemv_q6_k", [pair](int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    m.def("compare_gemv_k_quant", [pair](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;
         {
             py::gil_scoped_release release;
-            p = check_gemv_q6_k(rows, cols, n, seed);
+            p = check_gemv_k_quant(type, rows, cols, n, seed);
         }
         return pair(p, n);
-    }, "W x for a random q6_K W and x of n columns through ggml_mul_mat and Kazeia's kernel: (applied?, ggml "
-       "[n, rows], ours [n, rows])", py::arg("rows"), py::arg("cols"), py::arg("n") = 1, py::arg("seed") = 0);
+    }, "W x for a random q6_K or q5_K W and x of n columns through ggml_mul_mat and Kazeia's one-column kernel: "
+       "(applied?, ggml [n, rows], ours [n, rows])", py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("n") = 1,
+       py::arg("seed") = 0);
     m.def("compare_gemm_int8", [triple](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         product_pair p;
         {

@@ -17,8 +17,8 @@ struct product_pair {
 
 // q8_0, one column: ggml_mul_mat and Kazeia's kernel (`avx2_only`: its AVX2 path even with VNNI).
 product_pair check_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, bool avx2_only);
-// q6_K, n columns: ggml_mul_mat and Kazeia's kernel.
-product_pair check_gemv_q6_k(int64_t rows, int64_t cols, int64_t n, uint64_t seed);
+// q6_K or q5_K, n columns: ggml_mul_mat and Kazeia's one-column kernel (row layout, AVX2).
+product_pair check_gemv_k_quant(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 // q4_K: the plain layout and the CPU's repacked one (applied: the weight was repacked).
 product_pair check_repacked_matmul(int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 // q8_0 or q6_K, n columns (a prompt): ggml_mul_mat and Kazeia's int8 GEMM (applied: the CPU has it).

@@ -45,6 +45,8 @@ public:
     struct weights;
     const weights & prepared() const;
     const model & source() const;
+    // how many bf16 matrices were re-laid as f16 at load (a CPU without the bf16 kernels)
+    int bf16_relaid() const;
 
 private:
     std::unique_ptr<weights> w_;

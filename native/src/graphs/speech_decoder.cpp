@@ -7,9 +7,11 @@
 // one mul_mat whose two halves are added with a one-step shift (no col2im, no transposes).
 #include "kazeia/speech_decoder.h"
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -109,6 +111,14 @@ struct speech_decoder::weights {
     conv_w voc_out;
 
     std::vector<const ggml_tensor *> replaced;   // file tensors only read to make derived copies
+    // bf16 matrices on a CPU without Kazeia's bf16 kernels (no AVX-512 BF16, or KAZEIA_CPU below
+    // it) are re-laid as f16 at load: with ggml built for AVX2 the 0.6B decoder took 45 ms a frame
+    // so, against 55 as bf16 (in the PyPI wheel's ggml: 103), and came out closer to the reference
+    // (58.6 against 40.6 dB: ggml's f16 products round the activations to f16, its bf16 ones to
+    // bf16). A bf16 value in f16's range is exact in f16 (7 mantissa bits of 10); a matrix with a
+    // value beyond it stays bf16. KAZEIA_KEEP_BF16=1 keeps them (to measure against).
+    bool bf16_as_f16 = false;
+    int relaid = 0;
 
     static weight_layout layout_for(const std::string & weights_buffer, const std::string & device) {
         if (!device.empty() && !weights_buffer.empty()) throw std::invalid_argument("weights go to a buffer type or a device, not both");
@@ -118,14 +128,57 @@ struct speech_decoder::weights {
 
     weights(const model & model_, const std::string & weights_buffer, const std::string & device_)
         : m(model_), hp(model_.hparams().decoder), device(device_), layout(layout_for(weights_buffer, device_)),
-          copies(&model_, layout) {
+          copies(&model_, layout),
+          bf16_as_f16(!layout.buft && !gemm_bf16_available() && !std::getenv("KAZEIA_KEEP_BF16")) {   // (to measure against)
         bind_weights();
         derived.allocate([this] {
             for (const ggml_tensor * t : replaced) m.release_pages(t);
         }, layout.buft);
     }
 
-    ggml_tensor * mat(const std::string & name) { return copies(w(name)); }   // any weight a graph reads
+    // any weight a graph reads (a bf16 matrix re-laid as f16 where that is faster)
+    ggml_tensor * mat(const std::string & name) {
+        ggml_tensor * src = w(name);
+        if (relaid_type(src) == src->type) return copies(src);
+        replaced.push_back(src);
+        ++relaid;
+        return derived.add(name + ".f16", GGML_TYPE_F16, {src->ne[0], src->ne[1], src->ne[2], src->ne[3]},
+                           [src](std::vector<uint8_t> & out) { out = as_f16(tensor_bytes(src)); });
+    }
+
+    // the type a weight is kept in: f16 for bf16 where bf16_as_f16 and every value fits
+    ggml_type relaid_type(const ggml_tensor * src) const {
+        if (!bf16_as_f16 || src->type != GGML_TYPE_BF16 || ggml_n_dims(src) < 2) return src->type;
+        std::vector<uint8_t> copy;
+        const void * data = src->data;
+        if (!src->buffer || !ggml_backend_buffer_is_host(src->buffer)) data = (copy = tensor_bytes(src)).data();
+        const auto * v = static_cast<const ggml_bf16_t *>(data);
+        for (int64_t i = 0, n = ggml_nelements(src); i < n; ++i) {
+            if (std::fabs(ggml_bf16_to_fp32(v[i])) > 65504.0f) return src->type;
+        }
+        return GGML_TYPE_F16;
+    }
+
+    static std::vector<uint8_t> as_f16(const std::vector<uint8_t> & bf16) {
+        const size_t n = bf16.size() / 2;
+        std::vector<float> f(n);
+        ggml_bf16_to_fp32_row(reinterpret_cast<const ggml_bf16_t *>(bf16.data()), f.data(), int64_t(n));
+        std::vector<uint8_t> out(bf16.size());
+        ggml_fp32_to_fp16_row(f.data(), reinterpret_cast<ggml_fp16_t *>(out.data()), int64_t(n));
+        return out;
+    }
+
+    // a file weight rearranged by `order` (permute_elements), in its relaid type
+    ggml_tensor * derive(const std::string & name, const ggml_tensor * src, std::vector<int64_t> ne, const int (&order)[3]) {
+        const ggml_type type = relaid_type(src);
+        relaid += type != src->type;
+        const std::array<int, 3> o{order[0], order[1], order[2]};
+        return derived.add(name, type, std::move(ne), [src, o, type](std::vector<uint8_t> & out) {
+            const int ord[3] = {o[0], o[1], o[2]};
+            out = permute_elements(src, ord);
+            if (type != src->type) out = as_f16(out);
+        });
+    }
 
     ggml_tensor * w(const std::string & name) const {
         ggml_tensor * t = m.tensor(name);
@@ -141,8 +194,7 @@ struct speech_decoder::weights {
         c.c_out = int(src->ne[2]);
         c.dilation = dilation;
         replaced.push_back(src);
-        c.weight = derived.add(name + ".tap_major", src->type, {c.c_in, c.k, c.c_out},
-                               [src](std::vector<uint8_t> & out) { out = permute_elements(src, {1, 0, 2}); });
+        c.weight = derive(name + ".tap_major", src, {c.c_in, c.k, c.c_out}, {1, 0, 2});
         c.bias = mat(name + ".bias");
         return c;
     }
@@ -160,8 +212,7 @@ struct speech_decoder::weights {
         }
         // rows ordered (tap, out channel): the first s taps of every input form one output block
         replaced.push_back(src);
-        c.w = derived.add(name + ".phases", src->type, {c.c_in, int64_t(c.c_out) * c.k},
-                          [src](std::vector<uint8_t> & out) { out = permute_elements(src, {2, 1, 0}); });
+        c.w = derive(name + ".phases", src, {c.c_in, int64_t(c.c_out) * c.k}, {2, 1, 0});
         c.bias = mat(name + ".bias");
         return c;
     }
@@ -699,6 +750,7 @@ speech_decoder::speech_decoder(const model & m, const std::string & weights_buff
 speech_decoder::~speech_decoder() = default;
 const speech_decoder::weights & speech_decoder::prepared() const { return *w_; }
 const model & speech_decoder::source() const { return w_->m; }
+int speech_decoder::bf16_relaid() const { return w_->relaid; }
 
 speech_decoder_stream::speech_decoder_stream(std::shared_ptr<const speech_decoder> decoder,
                                              std::shared_ptr<thread_pool> pool, const speech_decoder_options & options)

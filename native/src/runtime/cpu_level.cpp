@@ -93,16 +93,17 @@ std::vector<kernel_status> kernel_statuses() {
     const entry entries[] = {
         {"lanes", "lanes q8_0/q6_K/q5_K (weights re-laid at load; steps, batches, prompts)", "avx512 + AVX-512 VNNI",
          cpu_level::avx512, {"avx512vnni"},
-         "weights stay in the file's layout: the one-column q8_0/q6_K kernels below for steps, "
-         "ggml's mul_mat for prompts and for q5_K/q4_K"},
+         "weights stay in the file's layout: the one-column kernels below for steps (and q6_K/q5_K "
+         "prompts), ggml's mul_mat for q8_0 prompts and for q4_K"},
         {"gemm_int8", "int8 GEMM for prompts (row-layout q8_0/q6_K)", "avx512 + AVX-512 VNNI", cpu_level::avx512, {"avx512vnni"},
          "ggml's mul_mat (its q8_0/q6_K vec_dot, llamafile where built)"},
         {"gemv_q8_0_vnni", "one-column q8_0 (VNNI form)", "avx512 + AVX-512 VNNI", cpu_level::avx512, {"avx512vnni"},
          "the AVX2 form of the same kernel"},
         {"gemv_q8_0", "one-column q8_0 (AVX2 form)", "avx2", cpu_level::avx2, {}, "ggml's q8_0 vec_dot"},
-        {"gemv_q6_k", "one-column q6_K", "avx2", cpu_level::avx2, {}, "ggml's q6_K vec_dot"},
+        {"gemv_k_quants", "one-column q6_K and q5_K (row layout)", "avx2", cpu_level::avx2, {},
+         "ggml's q6_K and q5_K vec_dot"},
         {"gemm_bf16", "bf16 GEMM and convolution (decoder)", "avx512 + AVX-512 BF16", cpu_level::avx512, {"avx512bf16"},
-         "ggml's bf16 mul_mat over im2col"},
+         "bf16 decoder weights re-laid as f16 at load (exact in range), ggml's f16 mul_mat over im2col"},
         {"prefill_attention", "prompt attention", "avx512", cpu_level::avx512, {}, "ggml's mul_mat, soft_max and mul_mat"},
     };
     std::vector<kernel_status> out;

@@ -219,6 +219,14 @@ ggml_tensor * gemm_bf16(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 #endif
 }
 
+bool gemm_bf16_available() {
+#ifdef KAZEIA_X86
+    return cpu_has_bf16();
+#else
+    return false;
+#endif
+}
+
 bool conv_bf16_applies(const ggml_tensor * w, int64_t channels) {
 #ifdef KAZEIA_X86
     const int64_t rows = w->ne[ggml_n_dims(w) - 1], row = ggml_nelements(w) / rows;

@@ -25,6 +25,8 @@ ggml_tensor * gemm_bf16(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 // then residual [N, n] where given. The sums run in the order gemm_bf16 runs them over the im2col
 // matrix and the adds in the order of separate ggml adds, so results equal that path's bit for bit.
 bool conv_bf16_applies(const ggml_tensor * w, int64_t channels);
+// Whether this CPU, at the level in force (KAZEIA_CPU), runs the bf16 GEMM and convolution at all.
+bool gemm_bf16_available();
 ggml_tensor * conv_bf16(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, int dilation, ggml_tensor * bias = nullptr,
                         ggml_tensor * residual = nullptr);
 

@@ -527,17 +527,6 @@ void tile_columns_k(const uint8_t * const * panel, const quantized_columns & x, 
     }
 }
 
-// ggml's 6-bit scale and min of sub-block j of a q5_K / q4_K block
-inline void scale_min_k4(int j, const uint8_t * q, uint8_t & sc, uint8_t & m) {
-    if (j < 4) {
-        sc = q[j] & 63;
-        m = q[j + 4] & 63;
-    } else {
-        sc = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
 // 16 rows of q5_K -> one lanes panel at dst (dst may be the rows' own memory)
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
 void pack_q5_k_panel(const uint8_t * src, int64_t k, uint8_t * dst, std::vector<uint8_t> & raw, std::vector<uint8_t> & values) {

@@ -14,6 +14,17 @@
 
 namespace kazeia {
 
+// ggml's 6-bit scale and min of sub-block j of a q5_K / q4_K block (q: its 12 scale bytes)
+inline void scale_min_k4(int j, const uint8_t * q, uint8_t & sc, uint8_t & m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
 #ifdef KAZEIA_X86
 // (the level in force: KAZEIA_CPU=generic turns every AVX2 kernel off)
 inline bool cpu_has_avx2() {

@@ -15,7 +15,7 @@
 
 #include "ggml.h"
 #include "runtime/gemm_int8.h"
-#include "runtime/gemv_q6_k.h"
+#include "runtime/gemv_k_quants.h"
 
 namespace kazeia {
 
@@ -51,8 +51,8 @@ inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     ggml_tensor * y = nullptr;
     if (cpu && !ggml_only && !batch && x->ne[1] >= k_gemm_min_columns) y = gemm_int8(ctx, w, x);
     if (cpu && !ggml_only && !y) {
-        y = w->type == GGML_TYPE_Q6_K ? (batch ? gemv_q6_k_columns(ctx, w, x) : gemv_q6_k(ctx, w, x))
-                                      : gemv_q8_0(ctx, w, x, batch);
+        y = w->type == GGML_TYPE_Q6_K || w->type == GGML_TYPE_Q5_K ? gemv_k_quant(ctx, w, x, batch)
+                                                                   : gemv_q8_0(ctx, w, x, batch);
     }
     if (y) return y;
     return batch ? columns_apart(ctx, w, x) : ggml_mul_mat(ctx, w, x);

@@ -112,8 +112,9 @@ product_pair check_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, bool avx
     return {!y[1].empty(), y[0], y[1]};
 }
 
-product_pair check_gemv_q6_k(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
-    auto y = compare_products(GGML_TYPE_Q6_K, rows, cols, n, seed, 2, {ggml_mul_mat, gemv_q6_k});
+product_pair check_gemv_k_quant(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    auto ours = [](ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) { return gemv_k_quant(ctx, w, x); };
+    auto y = compare_products(type_from_name(type), rows, cols, n, seed, 2, {ggml_mul_mat, ours});
     return {!y[1].empty(), y[0], y[1].empty() ? y[0] : y[1]};
 }
 

@@ -1,7 +1,8 @@
-#include "runtime/gemv_q6_k.h"
+#include "runtime/gemv_k_quants.h"
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "ggml-cpu.h"
@@ -20,6 +21,14 @@ struct block_q6k {        // ggml's block_q6_K
     uint16_t d;            // fp16
 };
 static_assert(sizeof(block_q6k) == 210, "q6_K block layout");
+
+struct block_q5k {         // ggml's block_q5_K
+    uint16_t d, dmin;      // fp16
+    uint8_t scales[12];    // 6-bit scales and mins of the 8 sub-blocks of 32 (scale_min_k4)
+    uint8_t qh[k_qk / 8];  // fifth bits
+    uint8_t qs[k_qk / 2];  // low 4 bits
+};
+static_assert(sizeof(block_q5k) == 176, "q5_K block layout");
 
 struct block_q8k {        // ggml's block_q8_K
     float d;
@@ -42,7 +51,7 @@ alignas(16) const int8_t k_spread[8][16] = {
 // of every weight comes off through q8_K's group sums.
 template <int C>
 __attribute__((target("avx2,fma,f16c"))) inline void block_dot(const block_q6k & w, const block_q8k * const * x,
-                                                                 __m256i * sum) {
+                                                                 __m256i * sum, __m256i *) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(w.scales));
     const __m256i sc16 = _mm256_cvtepi8_epi16(sc);
@@ -74,41 +83,95 @@ __attribute__((target("avx2,fma,f16c"))) inline void block_dot(const block_q6k &
     }
 }
 
+// The same for q5_K (weights d sc q - dmin m, q = 0..31): per column, the sum over its 32-value
+// sub-blocks of sc * q . q8 as 8 int32 lanes, and in mins[c] m * (each 16-value group's sum of q8
+// values, from q8_K's group sums) as 8 int32 lanes, which the caller scales by dmin.
+template <int C>
+__attribute__((target("avx2,fma,f16c"))) inline void block_dot(const block_q5k & w, const block_q8k * const * x,
+                                                                 __m256i * sum, __m256i * mins) {
+    // the 12 scale bytes -> 8 scales and 8 mins (scale_min_k4 for all eight sub-blocks at once)
+    uint32_t u[4];
+    std::memcpy(u, w.scales, 12);
+    constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
+    const uint32_t m_lo = u[1] & low6;
+    u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
+    u[2] = m_lo;
+    u[0] &= low6;
+    const uint8_t * sc = reinterpret_cast<const uint8_t *>(u);   // sc[0..7], then the mins
+    const __m128i m8 = _mm_cvtsi64_si128(int64_t(uint64_t(u[2]) | uint64_t(u[3]) << 32));
+    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));   // each min for both its groups
+    for (int c = 0; c < C; ++c) {
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[c]->bsums));
+        mins[c] = _mm256_madd_epi16(m16, bsums);
+        sum[c] = _mm256_setzero_si256();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w.qh));
+    for (int chunk = 0; chunk < 4; ++chunk) {   // 64 values: sub-blocks 2 chunk (low nibbles) and 2 chunk + 1
+        const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w.qs + 32 * chunk));
+        const __m256i q[2] = {
+            _mm256_or_si256(_mm256_and_si256(l, m4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * chunk), one), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * chunk + 1), one), 4)),
+        };
+        for (int h = 0; h < 2; ++h) {
+            const __m256i s = _mm256_set1_epi16(int16_t(sc[2 * chunk + h]));
+            for (int c = 0; c < C; ++c) {
+                const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[c]->qs + 64 * chunk + 32 * h));
+                sum[c] = _mm256_add_epi32(sum[c], _mm256_madd_epi16(_mm256_maddubs_epi16(q[h], xq), s));   // u5 x s8
+            }
+        }
+    }
+}
+
+template <typename Block>
+constexpr bool has_mins = std::is_same_v<Block, block_q5k>;
+
 // y[c * rows + r] for rows [r0, r1) and C columns starting at `col`: each weight row is unpacked
 // once per C columns. `Exact` (and one column): four accumulators per column, blocks taken in turn,
 // so every column is summed as one column alone is (the columns of a batch); otherwise one
 // accumulator per column (a prompt's rows: fewer registers, any order).
-template <int C, bool Exact = false>
+// (q5_K: minus dmin x the mins, summed per column in block order in one float)
+template <typename Block, int C, bool Exact = false>
 __attribute__((target("avx2,fma,f16c")))
-void rows_avx2(const block_q6k * w, const block_q8k * x, float * y, int64_t nb, int64_t rows, int64_t r0, int64_t r1,
+void rows_avx2(const Block * w, const block_q8k * x, float * y, int64_t nb, int64_t rows, int64_t r0, int64_t r1,
                int64_t col) {
     constexpr int A = Exact || C == 1 ? 4 : 1;   // accumulators per column
     for (int64_t r = r0; r < r1; ++r) {
-        const block_q6k * row = w + r * nb;
-        __m256 acc[C][A];
+        const Block * row = w + r * nb;
+        __m256 acc[C][A], min_acc[C];
         for (int c = 0; c < C; ++c) {
             for (int a = 0; a < A; ++a) acc[c][a] = _mm256_setzero_ps();
+            min_acc[c] = _mm256_setzero_ps();
         }
         for (int64_t b = 0; b < nb; ++b) {
             const block_q8k * xs[C];
             for (int c = 0; c < C; ++c) xs[c] = x + (col + c) * nb + b;
-            __m256i sum[C];
-            block_dot<C>(row[b], xs, sum);
+            __m256i sum[C], mins[C];
+            block_dot<C>(row[b], xs, sum, mins);
             const float dw = _cvtsh_ss(row[b].d);
             for (int c = 0; c < C; ++c) {
                 __m256 & a = acc[c][b % A];
                 a = _mm256_fmadd_ps(_mm256_set1_ps(dw * xs[c]->d), _mm256_cvtepi32_ps(sum[c]), a);
             }
+            if constexpr (has_mins<Block>) {
+                const float dmin = _cvtsh_ss(row[b].dmin);
+                for (int c = 0; c < C; ++c) {
+                    min_acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * xs[c]->d), _mm256_cvtepi32_ps(mins[c]), min_acc[c]);
+                }
+            }
         }
         for (int c = 0; c < C; ++c) {
-            y[(col + c) * rows + r] = A == 4 ? hsum(_mm256_add_ps(_mm256_add_ps(acc[c][0], acc[c][A > 1 ? 1 : 0]),
-                                                                  _mm256_add_ps(acc[c][A > 2 ? 2 : 0], acc[c][A > 3 ? 3 : 0])))
-                                             : hsum(acc[c][0]);
+            y[(col + c) * rows + r] = (A == 4 ? hsum(_mm256_add_ps(_mm256_add_ps(acc[c][0], acc[c][A > 1 ? 1 : 0]),
+                                                                   _mm256_add_ps(acc[c][A > 2 ? 2 : 0], acc[c][A > 3 ? 3 : 0])))
+                                              : hsum(acc[c][0])) - (has_mins<Block> ? hsum(min_acc[c]) : 0.0f);
         }
     }
 }
 
-template <bool Exact>
+template <typename Block, bool Exact>
 void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * w = dst->src[0];
     const ggml_tensor * x = dst->src[1];
@@ -121,29 +184,30 @@ void gemv_op(ggml_tensor * dst, int ith, int nth, void *) {
         quantize(reinterpret_cast<const float *>(static_cast<const char *>(x->data) + c * x->nb[1]), q.data() + c * nb, k);
     }
     const int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
-    const auto * wq = static_cast<const block_q6k *>(w->data);
+    const auto * wq = static_cast<const Block *>(w->data);
     float * y = static_cast<float *>(dst->data);
     int64_t c = 0;
-    for (; c + 4 <= cols; c += 4) rows_avx2<4, Exact>(wq, q.data(), y, nb, rows, r0, r1, c);
-    for (; c < cols; ++c) rows_avx2<1>(wq, q.data(), y, nb, rows, r0, r1, c);
+    for (; c + 4 <= cols; c += 4) rows_avx2<Block, 4, Exact>(wq, q.data(), y, nb, rows, r0, r1, c);
+    for (; c < cols; ++c) rows_avx2<Block, 1>(wq, q.data(), y, nb, rows, r0, r1, c);
 }
 #endif  // KAZEIA_X86
 
 }  // namespace
 
-ggml_tensor * gemv_q6_k(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+ggml_tensor * gemv_k_quant(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool same_per_column) {
 #ifdef KAZEIA_X86
-    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, gemv_op<false>, /*any_columns=*/true);
+    if (w->type == GGML_TYPE_Q6_K) {
+        return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk,
+                             same_per_column ? gemv_op<block_q6k, true> : gemv_op<block_q6k, false>, true);
+    }
+    if (w->type == GGML_TYPE_Q5_K) {
+        return one_column_op(ctx, w, x, GGML_TYPE_Q5_K, k_qk,
+                             same_per_column ? gemv_op<block_q5k, true> : gemv_op<block_q5k, false>, true);
+    }
+    return nullptr;
 #else
-    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, nullptr, true);
-#endif
-}
-
-ggml_tensor * gemv_q6_k_columns(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-#ifdef KAZEIA_X86
-    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, gemv_op<true>, /*any_columns=*/true);
-#else
-    return one_column_op(ctx, w, x, GGML_TYPE_Q6_K, k_qk, nullptr, true);
+    (void)ctx, (void)w, (void)x, (void)same_per_column;
+    return nullptr;
 #endif
 }
 
