@@ -18,7 +18,6 @@ import argparse
 import fnmatch
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from golden_diff import compare  # noqa: E402
+
+from kazeia.engine.platform_info import cpu_model  # noqa: E402  (run it with the project's venv)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -59,16 +60,6 @@ OTHER_CPUS = {
         "manifest.json:decoder_long.max_abs_diff_chunked_vs_full": abs(0.06874393671751022 - 0.06874442100524902),
     },
 }
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def regenerate(ref_python: str, threads: int, env: dict, out: Path) -> None:
