@@ -244,6 +244,24 @@ def test_bench_manners(tmp_path):
     assert "making the tiny f32 random model once" in r.stderr
 
 
+def test_bench_cpu_levels_side_by_side(tmp_path):
+    """`--cpu` runs the other levels beside the default in processes of their own; every bench's
+    JSON says which CPU, level and ggml build made it; a level that does not exist is a message."""
+    env = {"KAZEIA_CACHE_DIR": str(tmp_path / "cache")}
+    r = kazeia("bench", "--model", "demo", "--cpu", "generic", "--frames", "3", "--threads", "1", "--runs", "1",
+               "--json", "-", "-q", env=env)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["stage"] == "cpu_levels" and list(result["levels"]) == ["auto", "generic"]
+    generic, auto = result["levels"]["generic"], result["levels"]["auto"]
+    assert generic["cpu_level"] == "generic" and generic["kernels_active"] == []
+    assert auto["cpu_level"] == result["machine"]["cpu_level_detected"]
+    assert generic["vs_default"]["total"] == pytest.approx(generic["total_ms_per_frame"] / auto["total_ms_per_frame"])
+    assert result["machine"]["cpu"] and result["machine"]["ggml_build"]
+    r = kazeia("bench", "--model", "demo", "--cpu", "sse9", env=env)
+    assert r.returncode == 2 and "--cpu sse9" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_per_stage_type_mix_on_the_command_line(tmp_path):
     """--type takes a per-stage mix; a mistake in it is a usage error naming it, before any work."""
     out = tmp_path / "mix.gguf"
