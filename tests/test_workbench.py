@@ -31,6 +31,9 @@ from kazeia.app.takes import Take, TakeStore  # noqa: E402
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 TIMEOUT_MS = 120_000
+# a take on an accelerator: a first run on lavapipe compiles ggml's pipelines with LLVM (minutes on a
+# new machine, whose shader cache is empty; then cached on disk)
+ACCEL_TIMEOUT_MS = 800_000
 ALL_CPU = dict.fromkeys(("talker", "code_predictor", "decoder"), "cpu")
 ALL_SCHED = dict.fromkeys(("talker", "code_predictor", "decoder"), "accel-sched")
 
@@ -277,7 +280,7 @@ def test_threads_and_placement_apply_to_the_next_take_as_they_ran(qtbot, window)
     window.controller.chunk_ready.disconnect(on_chunk)
     first = window.store.takes[-1]
     assert first.threads == before and first.placement == ALL_CPU
-    generate(qtbot, window, frames=4)
+    generate(qtbot, window, frames=4, timeout_ms=ACCEL_TIMEOUT_MS)
     second = window.store.takes[-1]
     assert second.threads == after and second.placement == ALL_SCHED
     assert window.controller.engine.threads == after and window.applied.threads == after
@@ -294,7 +297,7 @@ def test_compare_placements_makes_two_takes_with_their_difference(qtbot, window)
     window.sampling.seed.setValue(5)
     before = len(window.store.takes)
     window.compare_current()
-    qtbot.waitUntil(lambda: window.ab_pair is not None, timeout=800_000)   # (lavapipe compiles pipelines once)
+    qtbot.waitUntil(lambda: window.ab_pair is not None, timeout=ACCEL_TIMEOUT_MS)
     a, b = window.ab_pair
     assert len(window.store.takes) == before + 2
     assert a.placement == ALL_CPU and b.placement == ALL_SCHED and a.sampling["seed"] == b.sampling["seed"] == 5
@@ -642,8 +645,7 @@ def test_placement_takes_say_where_each_stage_ran(qtbot, window):
     from kazeia.engine.placement import sched_device
     accel = sched_device()
     window.backend.set_placement(ALL_SCHED)
-    # (a first run on lavapipe compiles ggml's pipelines with LLVM: minutes, then cached on disk)
-    sched = generate(qtbot, window, frames=6, seed=3, timeout_ms=800_000)
+    sched = generate(qtbot, window, frames=6, seed=3, timeout_ms=ACCEL_TIMEOUT_MS)
     assert window.store.takes[-1].placement == ALL_SCHED
     where = window.store.takes[-1].where
     assert set(where) == {"talker", "code_predictor", "decoder"}
