@@ -13,7 +13,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from kazeia.engine import Engine, ModelFile, SamplingParams, convert, create_voice, demo_model_path, load_voice, save_voice
+from kazeia.engine import (Engine, ModelFile, SamplingParams, convert, create_voice, demo_model_path, load_voice,
+                           resolve_model, save_voice)
 from kazeia.engine.reference.proc_stats import peak_rss_mb, reset_peak_rss
 
 PREVIEW_TEXT = "This is how I sound."
@@ -55,7 +56,7 @@ class _Worker(QObject):
     @Slot(str, object, object, str)
     def load(self, path: str, threads, placement, out_type: str) -> None:
         try:
-            p = Path(path)
+            p = resolve_model(path)   # ("demo" is the bundled demo model, as on the command line)
             if p.is_dir():   # a downloaded Hugging Face checkpoint: convert once, cache the GGUF
                 from .takes import data_dir
                 out = data_dir() / "models" / f"{p.name}-{out_type}.gguf"

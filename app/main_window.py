@@ -1,10 +1,11 @@
-"""The workbench window: composes the panels (backend bar; voice, text and sampling; live latency
-and the take's waveform; takes, placement comparison and voice library in tabs), owns the menu bar,
-shortcuts, drag and drop, the error banner, and generate / stop / compare.
+"""The workbench window: chrome and composition only. It places the panels (backend bar, transport,
+and the workspace, wide or narrow), makes the menus and shortcuts from the commands table, shows
+errors in a banner, follows the theme and touch settings, and joins the panels to the engine's
+controller: generate / stop / compare, playback and A/B (the window owns the audio output).
 
 While a take runs the GUI thread only copies each chunk (audio into the output and the take view)
-and redraws on a 10 Hz display timer, drawing only what is new: the engine's latencies are not
-paid for by the window that shows them."""
+and redraws on a display timer, drawing only what is new: the engine's latencies are not paid for
+by the window that shows them."""
 from __future__ import annotations
 
 import logging
@@ -16,18 +17,19 @@ from pathlib import Path
 import numpy as np
 import soundfile
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QIcon, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMessageBox,
-                               QPlainTextEdit, QPushButton, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QIcon, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMenu,
+                               QMessageBox, QPlainTextEdit, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
 from kazeia.engine.gguf_file import FILE_TYPES
 from kazeia.engine.placement import silent_cpu_stages, stage_lines
+from kazeia.resources import icon_path
 
+from . import theme, touch
+from .actions import COMMANDS, shortcut_lines
 from .audio_output import AudioOutput
 from .comparison import compare_results, difference_text
 from .controller import EngineController
-from .export import export_takes
 from .loudness import matched_gain
 from .panels.backend import BackendPanel, modes_help
 from .panels.compare import ComparePanel
@@ -35,20 +37,17 @@ from .panels.latency import LatencyPanel
 from .panels.sampling import SamplingPanel
 from .panels.script import ScriptPanel
 from .panels.takes import TakesPanel
+from .panels.transport import TransportBar
 from .panels.voice import VoicePanel
 from .panels.voice_library import VoiceLibraryPanel
 from .plots import TakeView
-from kazeia.resources import icon_path
 from .takes import Take, TakeStore
 from .voices import AUDIO_SUFFIXES, VoiceLibrary
+from .workspace import Workspace
 
 DISPLAY_HZ = 8   # display ticks: the latency view and the take view take turns (4 redraws a second each)
 CONVERT_TYPES_NOTE = ("q8_0 (default): half the bytes per frame of f16, so about twice the speed, with quality "
                       "the bench measures as close to f32; f16/bf16: larger and slower; f32: the reference's numbers.")
-SHORTCUTS = (("Ctrl+Enter", "generate"), ("Esc", "stop the take, or playback"), ("Space", "play / stop the "
-             "selected take (takes table)"), ("B", "switch between A and B while playing"), ("Ctrl+O", "open a model"),
-             ("Ctrl+E", "export the selected takes"), ("Ctrl+K", "compare placements"), ("Del", "delete the "
-             "selected takes"), ("F1", "this list"))
 
 
 class MainWindow(QMainWindow):
@@ -73,16 +72,24 @@ class MainWindow(QMainWindow):
         self.ab_pair: tuple[Take, Take] | None = None
         self.messages: list[str] = []        # status history (Help > Messages)
         self.applied = None                  # placement and threads the engine has now (from the worker)
+        self.theme = theme.Theme(str(self.settings.value("view/theme", "auto")))
+        self.touch = False
         self._build()
         self.controller = EngineController(self)   # after the widgets: its thread must not outlive a failed build
         self._connect()
         self._menus()
-        for panel in (self.backend, self.sampling, self.takes, self.compare, self.script):
+        for panel in self.panels:
             panel.restore()
         self.text.setPlainText(self.settings.value("text/current", self.text.toPlainText()))
         self.audio.set_volume(self.backend.volume.value() / 100)
         if self.backend.has_output:
             self.audio.set_device(self.backend.device_box.currentData())
+        self.theme.changed.connect(self._apply_colors)
+        self.theme.apply()
+        touch.tooltips_as_whats_this(self)
+        touch.enable_drag_scrolling(self)
+        self.set_touch(str(self.settings.value("view/touch", "auto")))
+        QGuiApplication.inputMethod().keyboardRectangleChanged.connect(lambda: self.avoid_keyboard())
         self.display_timer = QTimer(self)
         self.display_timer.setInterval(1000 // DISPLAY_HZ)
         self.display_timer.timeout.connect(self._display_tick)
@@ -93,34 +100,32 @@ class MainWindow(QMainWindow):
     def _build(self) -> None:
         root = QWidget()
         self.setCentralWidget(root)
-        outer = QVBoxLayout(root)
-        outer.setContentsMargins(4, 4, 4, 4)
+        self.outer = QVBoxLayout(root)
+        self.outer.setContentsMargins(4, 4, 4, 4)
         self.banner = QFrame()
         self.banner.setObjectName("banner")
-        self.banner.setStyleSheet("#banner { background: #fdecea; border: 1px solid #b00020; }")
         row = QHBoxLayout(self.banner)
         row.setContentsMargins(6, 2, 6, 2)
         self.banner_text = QLabel("")
         self.banner_text.setWordWrap(True)
         self.banner_text.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-        self.banner_text.setStyleSheet("color: #b00020;")
         close = QToolButton()
         close.setText("x")
+        close.setToolTip("hide this message (Help > Messages keeps it)")
         close.clicked.connect(self.clear_error)
         row.addWidget(self.banner_text, 1)
         row.addWidget(close)
         self.banner.hide()
-        outer.addWidget(self.banner)
+        self.outer.addWidget(self.banner)
 
         self.backend = BackendPanel(self.settings, self.audio.devices(), self.audio.reason)
-        outer.addWidget(self.backend)
+        self.outer.addWidget(self.backend)
+        self.transport = TransportBar()
+        self.generate_button, self.stop_button = self.transport.generate_button, self.transport.stop_button
+        self.outer.addWidget(self.transport)
 
-        split = QSplitter(Qt.Horizontal)
-        split.setChildrenCollapsible(False)
-        outer.addWidget(split, 1)
-
-        left = QWidget()
-        lv = QVBoxLayout(left)
+        compose = QWidget()
+        lv = QVBoxLayout(compose)
         lv.setContentsMargins(0, 0, 0, 0)
         self.voice = VoicePanel(self.settings, self.voices)
         lv.addWidget(self.voice)
@@ -129,43 +134,33 @@ class MainWindow(QMainWindow):
         lv.addWidget(self.text, 1)
         self.sampling = SamplingPanel(self.settings)
         lv.addWidget(self.sampling)
-        buttons = QHBoxLayout()
-        self.generate_button = QPushButton("Generate (Ctrl+Enter)")
-        self.stop_button = QPushButton("Stop (Esc)")
-        self.stop_button.setEnabled(False)
-        buttons.addWidget(self.generate_button)
-        buttons.addWidget(self.stop_button)
-        lv.addLayout(buttons)
-        scroll = QScrollArea()   # everything reachable on a 768-pixel-high screen
-        scroll.setWidget(left)
-        scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(280)
-        split.addWidget(scroll)
+        self.compose = QScrollArea()   # everything reachable on a 768-pixel-high screen
+        self.compose.setObjectName("compose")
+        self.compose.setWidget(compose)
+        self.compose.setWidgetResizable(True)
+        self.compose.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        # never narrower than what it holds: with no horizontal scroll bar, narrower would cut it
+        self.compose.setMinimumWidth(compose.minimumSizeHint().width() + self.compose.verticalScrollBar().sizeHint().width() + 4)
 
-        center = QWidget()
-        cv = QVBoxLayout(center)
+        live = QWidget()
+        cv = QVBoxLayout(live)
         cv.setContentsMargins(0, 0, 0, 0)
-        self.latency = LatencyPanel()
+        self.latency = LatencyPanel(self.settings)
         self.take_view = TakeView()
         cv.addWidget(self.latency, 1)
         cv.addWidget(self.take_view, 1)
-        center.setMinimumWidth(300)
-        split.addWidget(center)
+        live.setMinimumWidth(300)
 
-        self.tabs = QTabWidget()
         self.takes = TakesPanel(self.settings, self.store)
         self.compare = ComparePanel(self.settings)
-        self.library = VoiceLibraryPanel(self.voices)
+        self.library = VoiceLibraryPanel(self.settings, self.voices)
         self.script = ScriptPanel(self.settings)
-        self.tabs.addTab(self.takes, "Takes")
-        self.tabs.addTab(self.compare, "Compare placements")
-        self.tabs.addTab(self.library, "Voices")
-        self.tabs.addTab(self.script, "Script")
-        self.tabs.setMinimumWidth(300)
-        split.addWidget(self.tabs)
-        split.setStretchFactor(1, 1)
-        split.setSizes([320, 560, 420])
+        self.workspace = Workspace(self.compose, live, [("Takes", self.takes), ("Compare placements", self.compare),
+                                                        ("Voices", self.library), ("Script", self.script)])
+        self.outer.addWidget(self.workspace, 1)
+        # the panels, listed once: settings restored at start and saved on close, the model given to each
+        self.panels = (self.backend, self.voice, self.sampling, self.latency, self.takes, self.compare, self.library,
+                       self.script)
 
         self.no_output = QLabel("")
         self.statusBar().addPermanentWidget(self.no_output)
@@ -195,25 +190,27 @@ class MainWindow(QMainWindow):
         b.device_changed.connect(self.audio.set_device)
         b.volume_changed.connect(self.audio.set_volume)
         b.modes_button.clicked.connect(self.show_modes_help)
-        self.generate_button.clicked.connect(self.generate)
-        self.stop_button.clicked.connect(self.stop)
+        tr = self.transport
+        tr.generate_button.clicked.connect(lambda: self.generate())
+        tr.stop_button.clicked.connect(self.stop)
+        tr.play_button.clicked.connect(self.toggle_play)
+        tr.ab_button.clicked.connect(self.ab_or_switch)
         self.take_view.seek_requested.connect(self.seek)
         t = self.takes
         t.selection_changed.connect(self._show_selected)
-        t.play_button.clicked.connect(self.toggle_play)
-        t.stop_play_button.clicked.connect(self.stop_playback)
-        t.ab_button.clicked.connect(self.start_ab)
-        t.restore_button.clicked.connect(self.restore_take)
-        t.rename_button.clicked.connect(self.rename_take)
-        t.delete_button.clicked.connect(self.delete_takes)
-        t.export_button.clicked.connect(self.export_selected)
+        t.play_requested.connect(self.play_take)
+        t.ab_requested.connect(self.start_ab)
+        t.restore_requested.connect(self.restore_take)
+        t.removing.connect(lambda take: self.playing is take and self.stop_playback())
+        t.status.connect(lambda message: self.show_status(message, 5000))
+        t.error.connect(self.show_error)
         self.compare.compare_requested.connect(self.compare_placements)
         self.compare.listen_requested.connect(self.listen_comparison)
         lib = self.library
-        lib.new_requested.connect(self._new_voice_dialog)
-        lib.rename_requested.connect(self.rename_voice)
-        lib.delete_requested.connect(self.delete_voice)
+        lib.create_requested.connect(lambda path, transcript: self.add_voice(path, transcript=transcript))
         lib.preview_requested.connect(self.preview_voice)
+        lib.profiles_changed.connect(lambda name: self.voice.refresh_profiles(select=name or None))
+        lib.error.connect(self.show_error)
         s = self.script
         s.render_requested.connect(self.render_script)
         s.stop_requested.connect(self.controller.cancel)
@@ -225,43 +222,84 @@ class MainWindow(QMainWindow):
         self._text_save.setInterval(1000)
         self._text_save.timeout.connect(lambda: self.settings.setValue("text/current", self.text.toPlainText()))
         self.text.textChanged.connect(self._text_save.start)
-        QShortcut(QKeySequence(Qt.Key_Space), self.takes.table, self.toggle_play)
-        QShortcut(QKeySequence("B"), self, self.switch_ab)
-        QShortcut(QKeySequence("Ctrl+Enter"), self, self.generate)
-        QShortcut(QKeySequence(Qt.Key_Escape), self, self.stop)
+
+    def _commands(self) -> dict:
+        return {"open": self._open_dialog, "open_demo": lambda: self.load_model(None),
+                "export": lambda: self.takes.export_selected(), "quit": self.close, "generate": lambda: self.generate(),
+                "stop": self.stop, "play": self.toggle_play, "ab": self.start_ab, "switch_ab": self.switch_ab,
+                "compare": self.compare_current, "restore": lambda: self.restore_take(self.takes.current()),
+                "rename": self.takes.rename_current, "delete": self.takes.delete_selected,
+                "new_voice": self.library.new_from_audio,
+                "show_voices": lambda: self.workspace.show_page(self.library), "shortcuts": self.show_shortcuts,
+                "modes": self.show_modes_help, "messages": self.show_messages}
 
     def _menus(self) -> None:
-        bar = self.menuBar()
+        slots, menus = self._commands(), {}
+        for command in COMMANDS:
+            keys = [QKeySequence(k) for k in command.keys]
+            if command.scope == "takes":   # (Space must still type a space in the text)
+                for key in keys:
+                    QShortcut(key, self.takes.table, slots[command.id], context=Qt.WidgetShortcut)
+            if not command.menu:
+                for key in keys:
+                    QShortcut(key, self, slots[command.id])
+                continue
+            if command.menu not in menus:
+                menus[command.menu] = self.menuBar().addMenu(command.menu)
+            action = QAction(command.text, self)
+            if command.scope == "window":
+                action.setShortcuts(keys)
+            elif keys:
+                action.setText(f"{command.text}\t{command.keys[0]}")
+            action.triggered.connect(slots[command.id])
+            menus[command.menu].addAction(action)
+        self.menuBar().insertMenu(menus["&Help"].menuAction(), self._view_menu())
 
-        def add(menu, text, slot, shortcut=None):
-            action = QAction(text, self)
-            if shortcut:
-                action.setShortcut(QKeySequence(shortcut))
-            action.triggered.connect(slot)
-            menu.addAction(action)
-            return action
-        m = bar.addMenu("&File")
-        add(m, "Open model...", self._open_dialog, "Ctrl+O")
-        add(m, "Open the demo model", lambda: self.load_model(None))
-        add(m, "Export selected takes...", self.export_selected, "Ctrl+E")
-        m.addSeparator()
-        add(m, "Quit", self.close, "Ctrl+Q")
-        m = bar.addMenu("&Takes")
-        add(m, "Generate", self.generate, "Ctrl+Return")
-        add(m, "Stop", self.stop)
-        add(m, "Play / stop selected", self.toggle_play)
-        add(m, "A/B the two selected", self.start_ab)
-        add(m, "Compare placements", self.compare_current, "Ctrl+K")
-        add(m, "Restore settings from take", self.restore_take)
-        add(m, "Rename take...", self.rename_take)
-        add(m, "Delete selected takes...", self.delete_takes, "Del")
-        m = bar.addMenu("&Voices")
-        add(m, "New voice from audio...", self._new_voice_dialog)
-        add(m, "Show the voice library", lambda: self.tabs.setCurrentWidget(self.library))
-        m = bar.addMenu("&Help")
-        add(m, "Shortcuts", self.show_shortcuts, "F1")
-        add(m, "What the placement modes mean", self.show_modes_help)
-        add(m, "Messages", self.show_messages)
+    def _view_menu(self) -> QMenu:
+        """Theme and touch, each auto (what the system says) or forced."""
+        menu = QMenu("&View", self)
+        for title, choices, current, apply in (
+                ("Theme", theme.CHOICES, self.theme.choice, self.set_theme),
+                ("Touch", touch.CHOICES, str(self.settings.value("view/touch", "auto")), self.set_touch)):
+            sub = menu.addMenu(title)
+            group = QActionGroup(sub)
+            for choice in choices:
+                action = sub.addAction(choice)
+                action.setCheckable(True)
+                action.setChecked(choice == current)
+                action.triggered.connect(lambda _=False, c=choice, f=apply: f(c))
+                group.addAction(action)
+        return menu
+
+    # ---- theme, touch, the on-screen keyboard ----------------------------------------------
+    def set_theme(self, choice: str) -> None:
+        self.theme.set_choice(choice)
+        self.settings.setValue("view/theme", choice)
+
+    def _apply_colors(self, colors) -> None:
+        self.banner.setStyleSheet(f"#banner {{ background: {colors.error_background}; border: 1px solid {colors.error}; }}")
+        self.banner_text.setStyleSheet(f"color: {colors.error};")
+        self.latency.apply_colors(colors)
+        self.take_view.apply_colors(colors)
+
+    def set_touch(self, choice: str) -> None:
+        """auto (a touch screen is present), on or off: hit targets and rows for a finger."""
+        self.touch = touch.touch_wanted(choice)
+        self.settings.setValue("view/touch", choice)
+        touch.set_touch_style(self, self.touch)
+
+    def avoid_keyboard(self, rect=None) -> int:
+        """Lifts the window's content above the on-screen keyboard, the text cursor kept in view."""
+        covered = touch.keyboard_overlap(self, rect)
+        margins = self.outer.contentsMargins()
+        self.outer.setContentsMargins(margins.left(), margins.top(), margins.right(), 4 + covered)
+        if covered:
+            self.outer.activate()
+            self.text.ensureCursorVisible()
+            focus = QGuiApplication.focusObject()
+            if isinstance(focus, QWidget) and self.compose.isAncestorOf(focus):
+                self.compose.ensureWidgetVisible(focus)
+        return covered
 
     # ---- messages ----------------------------------------------------------------------------
     def show_status(self, message: str, timeout_ms: int = 0) -> None:
@@ -285,16 +323,13 @@ class MainWindow(QMainWindow):
         box.open()
 
     def show_shortcuts(self) -> None:
-        self._info_box("Shortcuts", "\n".join(f"{key:<12} {what}" for key, what in SHORTCUTS))
+        self._info_box("Shortcuts", "\n".join(shortcut_lines()))
 
     def show_modes_help(self) -> None:
         self._info_box("What the placement modes mean", modes_help())
 
     def show_messages(self) -> None:
         self._info_box("Messages", "\n".join(self.messages[-40:]) or "no messages yet")
-
-    def confirm(self, title: str, question: str) -> bool:
-        return QMessageBox.question(self, title, question) == QMessageBox.Yes
 
     # ---- model -------------------------------------------------------------------------------
     def _open_dialog(self) -> None:
@@ -330,13 +365,10 @@ class MainWindow(QMainWindow):
         self.clear_error()
         self.info = info
         self.settings.setValue("model/last", str(info.path))
-        self.backend.show_model(info)
-        self.voice.set_model(info)
-        self.sampling.set_model(info)
-        self.library.set_enabled_for(info)
+        for panel in self.panels:
+            panel.set_model(info)
         if info.variant == "base":
             self.sampling.streaming_text.setChecked(True)
-        self.takes.set_model_path(str(info.path))
         self.generate_button.setEnabled(True)
         self.show_status(f"loaded {info.path.name}", 5000)
 
@@ -399,6 +431,8 @@ class MainWindow(QMainWindow):
             self.live = None
             return False
         self.take_view.clear(self.info.sample_rate)
+        if self.workspace.arrangement == "narrow" and not tag:
+            self.workspace.show_page(self.workspace.live)
         self.generate_button.setEnabled(False)
         self.stop_button.setEnabled(True)
         self.latency.title.setText("starting ...")
@@ -530,7 +564,7 @@ class MainWindow(QMainWindow):
             return False
         group = uuid.uuid4().hex[:8]
         self._compare = {"group": group, "job": job, "b": b, "a_take": None, "a_result": None}
-        self.tabs.setCurrentWidget(self.compare)
+        self.workspace.show_page(self.compare)
         self.compare.show_progress("rendering A ...")
         return self.generate({**job, "placement": a}, tag={"compare": group, "side": "A"})
 
@@ -622,8 +656,14 @@ class MainWindow(QMainWindow):
             return 1.0
         return matched_gain(self.store.audio(take), take.sample_rate)
 
-    def restore_take(self) -> None:
-        take = self.takes.current()
+    def ab_or_switch(self) -> None:
+        """The A/B button: switches while an A/B pair plays, else starts one with the two selected."""
+        if self.ab_pair is not None and self.playing in self.ab_pair and self.audio.playing:
+            self.switch_ab()
+        else:
+            self.start_ab()
+
+    def restore_take(self, take: Take | None) -> None:
         if take is None:
             return
         self.text.setPlainText(take.text)
@@ -633,50 +673,7 @@ class MainWindow(QMainWindow):
         self.backend.set_placement(take.placement)
         self.show_status(f"settings restored from {take.label}", 4000)
 
-    def rename_take(self) -> None:
-        take = self.takes.current()
-        if take is None:
-            return
-        name, ok = QInputDialog.getText(self, "Rename take", "name", text=take.name)
-        if ok:
-            self.store.rename(take, name)
-            self.takes.refresh(select=take)
-
-    def delete_takes(self) -> None:
-        takes = self.takes.selected()
-        if not takes or not self.confirm("Delete takes", f"Delete {len(takes)} take(s) and their audio?"):
-            return
-        for take in takes:
-            if self.playing is take:
-                self.stop_playback()
-            self.store.delete(take)
-        self.takes.refresh()
-
-    def export_selected(self, folder: str | None = None) -> list[Path]:
-        takes = self.takes.selected()
-        if not takes:
-            self.show_status("select takes to export", 4000)
-            return []
-        folder = folder or QFileDialog.getExistingDirectory(self, "Export to folder")
-        if not folder:
-            return []
-        try:
-            paths = export_takes([(t, self.store.audio(t)) for t in takes], Path(folder),
-                                 self.takes.export_pattern.text(), self.takes.export_format.currentText())
-        except (OSError, KeyError, ValueError, IndexError) as e:
-            self.show_error(f"export failed: {e}")
-            return []
-        self.show_status(f"exported {len(paths)} take(s) to {folder}", 5000)
-        return paths
-
     # ---- voice library -----------------------------------------------------------------------
-    def _new_voice_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Reference audio", "", "Audio (*.wav *.flac *.ogg *.mp3 *.aiff)")
-        if path:
-            text, ok = QInputDialog.getText(self, "Transcript", "what the reference says (optional: enables "
-                                                                "in-context cloning)")
-            self.add_voice(path, transcript=text if ok else None)
-
     def add_voice(self, audio_path: str, name: str | None = None, transcript: str | None = None) -> str | None:
         """Creates a profile on the engine's worker; voice_created or failed follows."""
         if self.info is None or self.info.variant != "base":
@@ -692,23 +689,6 @@ class MainWindow(QMainWindow):
         self.voice.refresh_profiles(select=name)
         self.library.refresh(select=name)
         self.show_status(f"voice profile {name} created", 4000)
-
-    def rename_voice(self, name: str) -> None:
-        new, ok = QInputDialog.getText(self, "Rename voice", "name", text=name)
-        if ok:
-            try:
-                new = self.voices.rename(name, new)
-            except ValueError as e:
-                self.show_error(str(e))
-                return
-            self.voice.refresh_profiles(select=new)
-            self.library.refresh(select=new)
-
-    def delete_voice(self, name: str) -> None:
-        if self.confirm("Delete voice", f"Delete the voice profile {name!r}? Takes made with it are kept."):
-            self.voices.delete(name)
-            self.voice.refresh_profiles()
-            self.library.refresh()
 
     def preview_voice(self, name: str) -> None:
         """A short fixed sentence with the profile, played and not kept."""
@@ -740,7 +720,7 @@ class MainWindow(QMainWindow):
 
     # ---- closing -----------------------------------------------------------------------------
     def save_settings(self) -> None:
-        for panel in (self.backend, self.voice, self.sampling, self.takes, self.compare):
+        for panel in self.panels:
             panel.save_settings()
         self.settings.setValue("text/current", self.text.toPlainText())
         self.settings.sync()

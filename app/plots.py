@@ -25,6 +25,15 @@ def _plain_axes(plot: pg.PlotWidget) -> None:
         plot.getAxis(name).enableAutoSIPrefix(False)
 
 
+def color_plot(plot: pg.PlotWidget, colors) -> None:
+    """A plot in the theme's colours (pyqtgraph does not follow the Qt palette)."""
+    plot.setBackground(colors.base)
+    for name in ("left", "bottom"):
+        axis = plot.getAxis(name)
+        axis.setPen(pg.mkPen(colors.muted))
+        axis.setTextPen(pg.mkPen(colors.text))
+
+
 def aggregate(values: np.ndarray, columns: int) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """[stages, n] per-frame values -> (x centres, bar width, median per stage [stages, m], (min, max)
     of the totals [2, m]) with m <= columns: what a pixel column can show of many frames. Frames are
@@ -65,20 +74,17 @@ class LatencyPlot(pg.PlotWidget):
     def __init__(self, budget_ms: float = 80.0):
         super().__init__()
         self.budget_ms = budget_ms
-        self.setBackground("w")
         self.setLabel("left", "ms per frame")
         self.setLabel("bottom", "frame")
         _plain_axes(self)
-        self.setMouseEnabled(x=False, y=False)
-        self.addLegend(offset=(60, 2), brush=(255, 255, 255, 200), colCount=3)
+        self.setMouseEnabled(x=False, y=False)   # (the legend is a label above the plot: legend_html)
         self.budget = pg.InfiniteLine(pos=budget_ms, angle=0, pen=pg.mkPen(OUTLIER, width=2, style=Qt.DashLine),
                                       label=f"real time ({budget_ms:.0f} ms)",
                                       labelOpts={"position": 0.98, "color": OUTLIER, "anchors": [(1, 1), (1, 1)]})
         self.addItem(self.budget)
         self.bars = {}
         for stage in STAGES:
-            bar = pg.BarGraphItem(x=[], height=[], y0=[], width=0.8, brush=STAGE_COLORS[stage],
-                                  name=stage.replace("_", " "))
+            bar = pg.BarGraphItem(x=[], height=[], y0=[], width=0.8, brush=STAGE_COLORS[stage])
             self.addItem(bar)
             self.bars[stage] = bar
         self.spread = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen((60, 60, 60)))
@@ -89,6 +95,12 @@ class LatencyPlot(pg.PlotWidget):
         self.clipped = 0   # frames above the visible range
         self._label = "frame"
         self.show_timings([], [], [])
+
+    def apply_colors(self, colors) -> None:
+        color_plot(self, colors)
+        self.budget.label.setColor(colors.error)
+        self.budget.setPen(pg.mkPen(colors.error, width=2, style=Qt.DashLine))
+        self.spread.setData(pen=pg.mkPen(colors.muted))
 
     def show_timings(self, talker, code_predictor, decoder) -> None:
         n = min(len(talker), len(code_predictor), len(decoder))
@@ -118,13 +130,20 @@ class LatencyPlot(pg.PlotWidget):
         self.setXRange(-0.5, step_up(n, 25 if n <= 100 else 250) - 0.5, padding=0.01)
 
 
+def legend_html() -> str:
+    """The latency chart's legend, as a label's rich text: a legend inside the plot covered its own
+    real-time line's label."""
+    return "&nbsp;&nbsp;".join(f'<span style="color: rgb{STAGE_COLORS[s]}">&#9632;</span> {s.replace("_", " ")}'
+                               for s in STAGES)
+
+
 class StartupBars(pg.PlotWidget):
     """Prefill (the prompt through the talker) and TTFA (request to first audio) as two bars, their
-    values in the axis labels (always readable, however long the bars)."""
+    values in the axis labels (always readable, however long the bars). The ms axis has two ticks,
+    0 and its end, so its numbers never run together however narrow the plot."""
 
     def __init__(self):
         super().__init__()
-        self.setBackground("w")
         self.setMouseEnabled(x=False, y=False)
         self.hideButtons()
         _plain_axes(self)
@@ -143,8 +162,13 @@ class StartupBars(pg.PlotWidget):
         self.bar.setOpts(x0=[0, 0], y=[0, 1], height=0.6, width=values)
         text = ["-" if v is None else f"{v:.0f} ms" if v >= 10 else f"{v:.2f} ms" for v in (prefill_ms, ttfa_ms)]
         self.getAxis("left").setTicks([[(0, f"prefill {text[0]}"), (1, f"TTFA {text[1]}")]])
-        self.setXRange(0, step_up(max(max(values), 100), 100), padding=0.02)
+        end = step_up(max(max(values), 100), 100)
+        self.getAxis("bottom").setTicks([[(0, "0"), (end / 2, f"{end / 2:.0f}")], []])
+        self.setXRange(0, end, padding=0.02)
         self.setYRange(-0.6, 1.6, padding=0)
+
+    def apply_colors(self, colors) -> None:
+        color_plot(self, colors)
 
 
 def spectrogram_columns(audio: np.ndarray, n_fft: int = 512, hop: int = 240) -> np.ndarray:
@@ -173,12 +197,13 @@ class TakeView(QWidget):
         super().__init__()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.wave = pg.PlotWidget(background="w")
+        self.wave = pg.PlotWidget()
         self.wave.setMinimumHeight(90)
         self.wave.setLabel("bottom", "s")
         self.wave.setLabel("left", "amplitude")
+        self.wave.getAxis("left").setTicks([[(-1, "-1"), (0, "0"), (1, "1")], []])   # readable at 90 px high
         self.wave.setMouseEnabled(x=True, y=False)
-        self.spec = pg.PlotWidget(background="w")
+        self.spec = pg.PlotWidget()
         self.spec.setMinimumHeight(90)
         self.spec.setLabel("left", "kHz")
         self.spec.setMouseEnabled(x=True, y=False)
@@ -192,7 +217,16 @@ class TakeView(QWidget):
         layout.addWidget(self.spec, 1)
         self.wave.scene().sigMouseClicked.connect(self._clicked)
         self._tiles: list = []
+        self._wave_pen = pg.mkPen((40, 40, 40))
         self.clear(sample_rate)
+
+    def apply_colors(self, colors) -> None:
+        for plot in (self.wave, self.spec):
+            color_plot(plot, colors)
+        self._wave_pen = pg.mkPen(colors.wave)
+        for plot, item in self._tiles:
+            if isinstance(item, pg.PlotDataItem):
+                item.setPen(self._wave_pen)
 
     # -- data --------------------------------------------------------------------------------------
     def clear(self, sample_rate: int | None = None) -> None:
@@ -262,7 +296,7 @@ class TakeView(QWidget):
             points = 2 * (tile // self.BLOCK + 1)
             self._env_x, self._env_y = np.zeros(points), np.zeros(points)
             self._env_used = 0
-            self._curve = pg.PlotDataItem(pen=pg.mkPen((40, 40, 40)))
+            self._curve = pg.PlotDataItem(pen=self._wave_pen)
             self.wave.addItem(self._curve)
             self._tiles.append((self.wave, self._curve))
         seg = self._samples[start:end]

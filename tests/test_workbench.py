@@ -368,7 +368,7 @@ def test_takes_survive_a_restart_and_restore_settings(qtbot, workdir):
     assert w2.text.toPlainText() == "changed" and w2.sampling.seed.value() == 7
     assert w2.backend.placement["decoder"].currentText() == "accel-sched"
     w2.takes.select(w2.store.takes[0])
-    w2.restore_take()
+    w2.takes.restore_button.click()
     assert w2.text.toPlainText() == "Remember me." and w2.sampling.seed.value() == 42
     assert w2.backend.placement["decoder"].currentText() == "cpu"
     w2.controller.shutdown()
@@ -381,7 +381,7 @@ def test_export_round_trip(qtbot, window, workdir):
     audio = window.store.audio(take)
     for fmt, tol in (("wav-float", 0.0), ("wav-16", 1 / 2 ** 15), ("flac", 1 / 2 ** 23)):
         window.takes.export_format.setCurrentText(fmt)
-        paths = window.export_selected(str(workdir / "out" / fmt))
+        paths = window.takes.export_selected(str(workdir / "out" / fmt))
         assert len(paths) == 1 and paths[0].exists()
         back, sr = soundfile.read(paths[0], dtype="float32")
         assert sr == 24000 and back.shape == audio.shape
@@ -392,7 +392,7 @@ def test_export_round_trip(qtbot, window, workdir):
             assert f.software.startswith("Kazeia") and "Export me." in f.title
     blocked = workdir / "blocked"   # a failed export (unwritable folder) loses nothing
     blocked.write_text("a file, not a folder")
-    assert window.export_selected(str(blocked / "x")) == []
+    assert window.takes.export_selected(str(blocked / "x")) == []
     assert window.store.takes and "export failed" in window.banner_text.text()
 
 
@@ -405,10 +405,10 @@ def test_delete_asks_first(qtbot, window, monkeypatch):
         answers.append(args[2])
         return QMessageBox.No
     monkeypatch.setattr(QMessageBox, "question", ask)
-    window.delete_takes()
+    window.takes.delete_selected()
     assert len(window.store.takes) == 1 and "Delete 1 take" in answers[0]
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.Yes)
-    window.delete_takes()
+    window.takes.delete_selected()
     assert window.store.takes == []
 
 
@@ -591,7 +591,7 @@ def test_voice_library_for_base_models(qtbot, workdir, converted, monkeypatch):
     w.voice.profile.setCurrentText("with text")
     assert "in-context" in w.voice.profile_info.text()
     assert generate(qtbot, w, frames=4).stop_reason == "limit"   # in-context cloning
-    w.tabs.setCurrentWidget(w.library)
+    w.workspace.show_page(w.library)
     kinds = {w.library.table.item(r, 0).text(): w.library.table.item(r, 1).text()
              for r in range(w.library.table.rowCount())}
     assert kinds == {"my voice": "x-vector", "with text": "in-context"}
@@ -601,10 +601,10 @@ def test_voice_library_for_base_models(qtbot, workdir, converted, monkeypatch):
         w.preview_voice("my voice")   # a short fixed sentence, not a take
     assert 0 < len(blocker.args[0]) < 24000 * 20 and len(w.store.takes) == takes
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.No)
-    w.delete_voice("my voice")
+    w.library.delete("my voice")
     assert "my voice" in w.voices.names()
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.Yes)
-    w.delete_voice("my voice")
+    w.library.delete("my voice")
     assert w.voices.names() == ["with text"]
     w.controller.shutdown()
 
@@ -672,7 +672,7 @@ def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window,
     script.write_text("id,text,speaker,max_frames\n" + "".join(f"l{i},Script line {i}.,vivian,{6 + i}\n" for i in range(5))
                       + "bad,,vivian,5\n")
     panel = window.script
-    window.tabs.setCurrentWidget(panel)
+    window.workspace.show_page(panel)
     assert panel.open_script(str(script))
     assert panel.table.rowCount() == 6 and panel.table.item(5, 3).text().startswith("invalid: empty text")
     out = Path(panel.out_dir.text())

@@ -3,13 +3,15 @@ why one is unavailable), and the audio output: device, master volume, level mete
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy,
-                               QSlider, QSpinBox, QToolButton)
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QSlider,
+                               QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from kazeia.engine.placement import MEANINGS, MODES, STAGES, TABLET_NAMES, mode_status
 from kazeia.engine.platform_info import cpu_level, describe_cpu_level, ggml_build
 from kazeia.engine.threads import available_cores
 
+from ..elided_label import ElidedLabel
+from ..flow_layout import FlowLayout
 from ..levels import FLOOR_DB
 from .base import Panel, watch
 
@@ -44,6 +46,18 @@ def modes_help() -> str:
     return "\n".join(lines)
 
 
+def group(*widgets) -> QWidget:
+    """Widgets kept together on one row of the flow (a label with its field)."""
+    box = QWidget()
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    for w in widgets:
+        if isinstance(w, QLabel):   # the field, not its label, takes any room to spare
+            w.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Preferred)
+        row.addWidget(w)
+    return box
+
+
 class LevelMeter(QProgressBar):
     """Peak level of what the output plays now, -60..0 dBFS; red while the limiter works."""
 
@@ -71,34 +85,38 @@ class BackendPanel(Panel):
 
     def __init__(self, settings, audio_devices: list[tuple[int, str]], audio_reason: str):
         super().__init__(settings)
-        grid = QGridLayout(self)
-        grid.setContentsMargins(4, 2, 4, 2)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(4, 2, 4, 2)
+        outer.setSpacing(2)
         self.open_button = QPushButton("Open model...")
-        self.model_label = QLabel("no model")
+        self.model_label = ElidedLabel("no model")
         self.model_label.setObjectName("model_label")
-        self.model_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)   # never widens the window
         self.conversion = QProgressBar()
         self.conversion.setFormat("converting %p%")
         self.conversion.hide()
         row = QHBoxLayout()
         row.addWidget(self.open_button)
-        row.addWidget(self.model_label, 1)
+        row.addWidget(self.model_label, 3)
         row.addWidget(self.conversion)
-        self.build_label = QLabel(build_summary())
+        self.build_label = ElidedLabel(build_summary(), Qt.ElideRight)
         self.build_label.setObjectName("build_label")
         self.build_label.setToolTip(build_details())
-        row.addWidget(self.build_label)
-        grid.addLayout(row, 0, 0)
+        self.build_label.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+        row.addWidget(self.build_label, 2)
+        outer.addLayout(row)
 
-        row = QHBoxLayout()
+        # the rest flows: one row on a desktop, two or three on a portrait tablet
+        flow = FlowLayout()
+        flow.setContentsMargins(0, 0, 0, 0)
+        outer.addLayout(flow)
         self.threads = QSpinBox()
         self.threads.setRange(1, max(1, available_cores()))
         self.threads.setValue(workbench_threads())
         self.threads.setToolTip(f"compute threads (at most the {available_cores()} core(s) this process may use)")
-        row.addWidget(QLabel("threads"))
-        row.addWidget(self.threads)
+        flow.add(group(QLabel("threads"), self.threads))
         status = mode_status()
         self.placement: dict[str, QComboBox] = {}
+        parts = []
         for stage in STAGES:
             box = QComboBox()
             for mode in MODES:
@@ -110,28 +128,24 @@ class BackendPanel(Panel):
                 item.setEnabled(status[mode].available)
             box.setToolTip(f"where the {stage.replace('_', ' ')} runs (applies to the next take)")
             self.placement[stage] = box
-            row.addWidget(QLabel(stage.replace("_", " ")))
-            row.addWidget(box)
+            parts += [QLabel(stage.replace("_", " ")), box]
         self.modes_button = QToolButton()
         self.modes_button.setText("?")
-        self.modes_button.setToolTip(modes_help())
-        row.addWidget(self.modes_button)
-        row.addSpacing(12)
+        self.modes_button.setToolTip("what the placement modes mean, and why one is unavailable")
+        flow.add(group(*parts, self.modes_button))
         self.device_box = QComboBox()
-        self.device_box.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
-        self.device_box.setMinimumWidth(120)
-        row.addWidget(QLabel("output"))
-        row.addWidget(self.device_box, 1)
+        self.device_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.device_box.setMinimumContentsLength(16)
+        output = group(QLabel("output"), self.device_box)
+        output.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        flow.add(output)
         self.volume = QSlider(Qt.Horizontal)
         self.volume.setRange(0, 100)
         self.volume.setValue(70)
         self.volume.setFixedWidth(90)
         self.volume.setToolTip("master volume (a limiter keeps every sample below 0 dBFS)")
-        row.addWidget(QLabel("volume"))
-        row.addWidget(self.volume)
         self.meter = LevelMeter()
-        row.addWidget(self.meter)
-        grid.addLayout(row, 1, 0)
+        flow.add(group(QLabel("volume"), self.volume, self.meter))
         self._fill_devices(audio_devices, audio_reason)
 
         self.open_button.clicked.connect(self.open_requested)
@@ -170,7 +184,7 @@ class BackendPanel(Panel):
             if index >= 0 and box.model().item(index).isEnabled():
                 box.setCurrentIndex(index)
 
-    def show_model(self, info) -> None:
+    def set_model(self, info) -> None:
         label = f"{info.path.name}: {info.variant}, {info.size_label}, {info.file_type}"
         if info.random_weights:
             label += "   [RANDOM WEIGHTS: produces noise]"

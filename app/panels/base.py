@@ -39,7 +39,10 @@ class Panel(QWidget):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(box)
-        return QFormLayout(box)
+        form = QFormLayout(box)
+        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)   # fields take the column's width
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)   # a narrow column puts a field under its label
+        return form
 
     def key(self, name: str) -> str:
         return f"{self.panel_id}/{name}"
@@ -64,7 +67,10 @@ class Panel(QWidget):
             self.save_settings()
             self.settings.sync()
 
-    # panels override these two
+    # panels override these
+    def set_model(self, info) -> None:
+        """A model was loaded (its ModelInfo)."""
+
     def restore_settings(self) -> None:
         pass
 

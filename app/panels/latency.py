@@ -3,9 +3,11 @@ in words, and where each stage ran. During a take it shows the running take; aft
 selected in the table (its own numbers, not the last generation's)."""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout
 
-from ..plots import LatencyPlot, StartupBars
+from ..plots import LatencyPlot, StartupBars, legend_html
+from .base import Panel
 
 
 def _label(name: str) -> QLabel:
@@ -16,19 +18,23 @@ def _label(name: str) -> QLabel:
     return label
 
 
-class LatencyPanel(QWidget):
+class LatencyPanel(Panel):
     panel_id = "latency"
 
-    def __init__(self, budget_ms: float = 80.0):
-        super().__init__()
+    def __init__(self, settings, budget_ms: float = 80.0):
+        super().__init__(settings)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        self.legend = _label("legend")
+        self.legend.setTextFormat(Qt.RichText)
+        self.legend.setText(legend_html())
         self.chart = LatencyPlot(budget_ms)
         self.startup = StartupBars()
         self.title = _label("latency_title")
         self.stats = _label("stats")
         self.where = _label("where")   # an accelerator mode never runs silently on the CPU
         layout.addWidget(self.title)
+        layout.addWidget(self.legend)
         layout.addWidget(self.chart, 3)
         row = QHBoxLayout()
         row.addWidget(self.startup, 2)
@@ -36,6 +42,7 @@ class LatencyPanel(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.where)
         self._ticks = 0
+        self._error_color = "#b00020"
 
     def show_live(self, timings, elapsed_s: float) -> None:
         """The running take (called at most ~10 times a second)."""
@@ -57,12 +64,17 @@ class LatencyPanel(QWidget):
                                           t.get("rtf"), take.peak_memory_mb or None))
         self.show_where(take.where)
 
+    def apply_colors(self, colors) -> None:
+        self.chart.apply_colors(colors)
+        self.startup.apply_colors(colors)
+        self._error_color = colors.error
+
     def show_where(self, where: dict, problems: list[str] | None = None) -> None:
         problems = problems if problems is not None else [f"{s}: {line}" for s, line in where.items() if "fall" in line]
         text = "\n".join(f"{stage.replace('_', ' ')} on {line}" for stage, line in where.items())
         if problems:   # a stage scheduled onto the accelerator ran ops on the CPU
             text = "NOT ALL ON THE ACCELERATOR: " + "; ".join(problems) + "\n" + text
-        self.where.setStyleSheet("color: #b00020;" if problems else "")
+        self.where.setStyleSheet(f"color: {self._error_color};" if problems else "")
         self.where.setText(text)
 
 

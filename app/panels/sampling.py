@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QPushButton, QSpinBox
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QGridLayout, QLabel, QPushButton, QSpinBox
 
 from kazeia.engine import SamplingParams
 
@@ -12,8 +12,6 @@ from .base import Panel, as_bool, watch
 
 FLOATS = ("temperature", "top_p", "cp_temperature", "cp_top_p")
 INTS = ("top_k", "cp_top_k")
-LABELS = {"temperature": "temperature", "top_k": "top-k", "top_p": "top-p", "cp_temperature": "code predictor temperature",
-          "cp_top_k": "code predictor top-k", "cp_top_p": "code predictor top-p"}
 
 
 class SamplingPanel(Panel):
@@ -46,13 +44,21 @@ class SamplingPanel(Panel):
         self.play_live.setChecked(True)
         self.defaults_button = QPushButton("Model defaults")
         form.addRow("seed", self.seed)
-        form.addRow("", self.greedy)
-        for name in ("temperature", "top_k", "top_p", "cp_temperature", "cp_top_k", "cp_top_p"):
-            form.addRow(LABELS[name], self.fields[name])
+        form.addRow(self.greedy)
+        # the two stages side by side: three rows instead of six long-labelled ones
+        grid = QGridLayout()
+        grid.addWidget(QLabel("talker"), 0, 1)
+        grid.addWidget(QLabel("code predictor"), 0, 2)
+        for row, (label, talker, cp) in enumerate((("temperature", "temperature", "cp_temperature"),
+                                                   ("top-k", "top_k", "cp_top_k"), ("top-p", "top_p", "cp_top_p")), 1):
+            grid.addWidget(QLabel(label), row, 0)
+            grid.addWidget(self.fields[talker], row, 1)
+            grid.addWidget(self.fields[cp], row, 2)
+        form.addRow(grid)
         form.addRow("max frames", self.max_frames)
-        form.addRow("", self.streaming_text)
-        form.addRow("", self.play_live)
-        form.addRow("", self.defaults_button)
+        form.addRow(self.streaming_text)
+        form.addRow(self.play_live)
+        form.addRow(self.defaults_button)
         defaults = asdict(SamplingParams())   # until a model brings its own
         for name, w in self.fields.items():
             w.setValue(defaults[name])

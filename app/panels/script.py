@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from PySide6.QtCore import QUrl, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QPushButton, QSizePolicy, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout)
@@ -18,6 +18,7 @@ from kazeia.engine.audio_io import NAMED_FORMATS
 from kazeia.engine.render import read_manifest, set_override
 from kazeia.engine.script import ScriptError, read_script
 
+from ..elided_label import ElidedLabel
 from .base import Panel, watch
 
 COLUMNS = ("id", "text", "speaker", "status", "seconds", "RTF")
@@ -36,8 +37,8 @@ class ScriptPanel(Panel):
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         self.open_button = QPushButton("Open script...")
-        self.path_label = QLabel("no script: .txt (a line each), .csv/.tsv or .jsonl (id, text, speaker, ...)")
-        self.path_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.path_label = ElidedLabel("no script: .txt (a line each), .csv/.tsv or .jsonl (id, text, speaker, ...)",
+                                      Qt.ElideRight)
         top.addWidget(self.open_button)
         top.addWidget(self.path_label, 1)
         layout.addLayout(top)

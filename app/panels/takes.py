@@ -1,6 +1,8 @@
 """Takes as a sortable table (time, name, voice, seed, placement, threads, length, RTF, stop reason,
-model), filtered to the loaded model by default, with the selected take's parameters in words and
-the buttons that act on takes: play, A/B, restore, rename, delete, export."""
+model), filtered to the loaded model by default, with the selected take's parameters in words, and
+what acts on takes: rename, delete (asks first), export, restore; play and A/B are asked of the
+window (it owns the audio output). A finger's tap on a row plays the take, a long press opens the
+take's actions."""
 from __future__ import annotations
 
 import time
@@ -8,12 +10,14 @@ from pathlib import Path
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QPushButton, QSizePolicy, QSplitter, QTableView, QVBoxLayout)
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
+                               QFrame, QInputDialog, QLabel, QLineEdit, QMenu, QMessageBox, QPushButton, QScrollArea,
+                               QSizePolicy, QSplitter, QTableView, QVBoxLayout)
 
 from kazeia.engine.placement import STAGES
 
-from ..export import FORMATS
+from ..export import FORMATS, export_takes
+from ..touch import TapAndHold
 from .base import Panel, as_bool, watch
 
 COLUMNS = ("time", "name", "voice", "seed", "placement", "threads", "frames", "seconds", "RTF", "stop", "model")
@@ -117,6 +121,9 @@ class TakeFilter(QSortFilterProxyModel):
         self.only_this_model = True
         self.setSortRole(Qt.UserRole)
 
+    def set_model(self, info) -> None:
+        self.set_model_path(str(info.path))
+
     def set_model_path(self, path: str) -> None:
         self.beginFilterChange()
         self.model_path = path
@@ -136,6 +143,12 @@ class TakeFilter(QSortFilterProxyModel):
 class TakesPanel(Panel):
     panel_id = "takes"
     selection_changed = Signal(object)   # the current Take or None
+    play_requested = Signal(object)      # a Take
+    ab_requested = Signal()
+    restore_requested = Signal(object)   # a Take whose settings go back into the panels
+    removing = Signal(object)            # a Take about to be deleted (its playback stops)
+    status = Signal(str)
+    error = Signal(str)
 
     def __init__(self, settings, store):
         super().__init__(settings)
@@ -169,20 +182,22 @@ class TakesPanel(Panel):
         self.details.setTextFormat(Qt.RichText)
         self.details.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.details.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        details = QScrollArea()   # a long text scrolls, never cut
+        details.setObjectName("take_details")
+        details.setWidget(self.details)
+        details.setWidgetResizable(True)
+        details.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        details.setFrameShape(QFrame.NoFrame)
         split = QSplitter(Qt.Vertical)
         split.addWidget(self.table)
-        split.addWidget(self.details)
+        split.addWidget(details)
         split.setSizes([300, 140])
         layout.addWidget(split, 1)
 
         row = QHBoxLayout()
-        self.play_button, self.stop_play_button = QPushButton("Play (Space)"), QPushButton("Stop")
-        self.ab_button = QPushButton("A/B (B)")
-        self.ab_button.setToolTip("select two takes, then press B to switch between them while playing")
-        self.match_loudness = QCheckBox("match loudness")
+        self.match_loudness = QCheckBox("match loudness in A/B")
         self.match_loudness.setChecked(True)
-        for w in (self.play_button, self.stop_play_button, self.ab_button, self.match_loudness):
-            row.addWidget(w)
+        row.addWidget(self.match_loudness)
         layout.addLayout(row)
         self.ab_label = QLabel("")
         self.ab_label.setWordWrap(True)
@@ -207,6 +222,17 @@ class TakesPanel(Panel):
 
         self.only_this_model.toggled.connect(self._filter_changed)
         self.table.selectionModel().currentRowChanged.connect(lambda *_: self.selection_changed.emit(self.current()))
+        self.restore_button.clicked.connect(lambda: self.current() and self.restore_requested.emit(self.current()))
+        self.rename_button.clicked.connect(self.rename_current)
+        self.delete_button.clicked.connect(self.delete_selected)
+        self.export_button.clicked.connect(lambda: self.export_selected())
+        self.finger = TapAndHold(self.table)
+        self.finger.tapped.connect(self._tapped)
+        self.finger.held.connect(self.open_actions)
+        self.table.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(
+            lambda pos: self.table.indexAt(pos).isValid() and
+            self.open_actions(self.table.indexAt(pos).row(), self.table.viewport().mapToGlobal(pos)))
         watch([self.only_this_model, self.match_loudness, self.export_format, self.export_pattern], self.changed)
         self.refresh()
 
@@ -218,6 +244,9 @@ class TakesPanel(Panel):
         shown, total = self.proxy.rowCount(), len(self.store.takes)
         noun = "take" if total == 1 else "takes"
         self.count.setText(f"{shown} of {total} {noun}" if shown != total else f"{total} {noun}")
+
+    def set_model(self, info) -> None:
+        self.set_model_path(str(info.path))
 
     def set_model_path(self, path: str) -> None:
         self.proxy.set_model_path(path)
@@ -258,6 +287,69 @@ class TakesPanel(Panel):
     def selected(self) -> list:
         rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
         return [self.model.take(self.proxy.mapToSource(self.proxy.index(r, 0)).row()) for r in rows]
+
+    # -- what acts on takes ----------------------------------------------------------------------
+    def rename_current(self) -> None:
+        take = self.current()
+        if take is None:
+            return
+        name, ok = QInputDialog.getText(self, "Rename take", "name", text=take.name)
+        if ok:
+            self.store.rename(take, name)
+            self.refresh(select=take)
+
+    def delete_selected(self) -> None:
+        takes = self.selected()
+        if not takes or QMessageBox.question(self, "Delete takes", f"Delete {len(takes)} take(s) and their "
+                                             "audio?") != QMessageBox.Yes:
+            return
+        for take in takes:
+            self.removing.emit(take)
+            self.store.delete(take)
+        self.refresh()
+
+    def export_selected(self, folder: str | None = None) -> list[Path]:
+        takes = self.selected()
+        if not takes:
+            self.status.emit("select takes to export")
+            return []
+        folder = folder or QFileDialog.getExistingDirectory(self, "Export to folder")
+        if not folder:
+            return []
+        try:
+            paths = export_takes([(t, self.store.audio(t)) for t in takes], Path(folder),
+                                 self.export_pattern.text(), self.export_format.currentText())
+        except (OSError, KeyError, ValueError, IndexError) as e:
+            self.error.emit(f"export failed: {e}")
+            return []
+        self.status.emit(f"exported {len(paths)} take(s) to {folder}")
+        return paths
+
+    # -- a finger ----------------------------------------------------------------------------------
+    def _row_take(self, row: int):
+        return self.model.take(self.proxy.mapToSource(self.proxy.index(row, 0)).row())
+
+    def _tapped(self, row: int) -> None:
+        take = self._row_take(row)
+        self.select(take)
+        self.play_requested.emit(take)
+
+    def open_actions(self, row: int, where) -> QMenu:
+        """The take's actions, for a long press (or a right click)."""
+        take = self._row_take(row)
+        if take not in self.selected():
+            self.select(take)
+        menu = QMenu(self)
+        menu.setObjectName("take_actions")
+        menu.addAction("Play", lambda: self.play_requested.emit(take))
+        ab = menu.addAction("A/B the two selected", self.ab_requested.emit)
+        ab.setEnabled(len(self.selected()) == 2)
+        menu.addAction("Restore settings", lambda: self.restore_requested.emit(take))
+        menu.addAction("Rename...", self.rename_current)
+        menu.addAction("Export...", lambda: self.export_selected())
+        menu.addAction("Delete...", self.delete_selected)
+        menu.popup(where)
+        return menu
 
     def show_details(self, take) -> None:
         self.details.setText(take_details(take) if take is not None else "")

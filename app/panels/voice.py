@@ -7,6 +7,14 @@ from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit
 from .base import Panel, watch
 
 
+def combo() -> QComboBox:
+    """A combo box as wide as its column, not as its longest item (a voice profile's name)."""
+    box = QComboBox()
+    box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+    box.setMinimumContentsLength(8)
+    return box
+
+
 class VoicePanel(Panel):
     panel_id = "voice"
 
@@ -14,12 +22,12 @@ class VoicePanel(Panel):
         super().__init__(settings)
         self.library = library
         form = self.framed_form("Voice")
-        self.speaker = QComboBox()
-        self.language = QComboBox()
+        self.speaker, self.language, self.profile = combo(), combo(), combo()
         self.language.addItem("auto")
         self.instruct = QLineEdit()
-        self.instruct.setPlaceholderText("describe the voice (VoiceDesign, 1.7B CustomVoice)")
-        self.profile = QComboBox()
+        self.instruct.setPlaceholderText("describe the voice")
+        self.instruct.setToolTip("an instruction for VoiceDesign and 1.7B CustomVoice models, e.g. "
+                                 "\"a warm, low voice, speaking slowly\"")
         self.profile.setToolTip("voice profiles of Base models: make one in the Voices tab or drop audio on the window")
         self.profile_info = QLabel("")
         self.profile_info.setWordWrap(True)

@@ -1,24 +1,26 @@
 """The voice library: every profile with its kind (x-vector, or in-context with a transcript) and
-the model it was made for; new (from reference audio, on the engine's worker), rename, delete
-(asks first) and preview (a short fixed sentence, played, not kept as a take)."""
+the model it was made for; rename and delete (asks first) here, new (from reference audio) and
+preview (a short fixed sentence, played, not kept as a take) asked of the engine's worker."""
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSizePolicy,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QInputDialog, QLabel,
+                               QMessageBox, QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout)
+
+from .base import Panel
 
 COLUMNS = ("name", "kind", "made for", "transcript")
 
 
-class VoiceLibraryPanel(QWidget):
+class VoiceLibraryPanel(Panel):
     panel_id = "voices"
-    new_requested = Signal()
-    rename_requested = Signal(str)
-    delete_requested = Signal(str)
+    create_requested = Signal(str, object)   # reference audio, transcript (None: x-vector only)
     preview_requested = Signal(str)
+    profiles_changed = Signal(str)           # a name to select, or ""
+    error = Signal(str)
 
-    def __init__(self, library):
-        super().__init__()
+    def __init__(self, settings, library):
+        super().__init__(settings)
         self.library = library
         layout = QVBoxLayout(self)
         self.note = QLabel("")
@@ -40,24 +42,45 @@ class VoiceLibraryPanel(QWidget):
         for b in (self.new_button, self.rename_button, self.delete_button, self.preview_button):
             row.addWidget(b)
         layout.addLayout(row)
-        self.new_button.clicked.connect(self.new_requested)
-        self.rename_button.clicked.connect(lambda: self._emit_for_current(self.rename_requested))
-        self.delete_button.clicked.connect(lambda: self._emit_for_current(self.delete_requested))
-        self.preview_button.clicked.connect(lambda: self._emit_for_current(self.preview_requested))
-        self.set_enabled_for(None)
+        self.new_button.clicked.connect(self.new_from_audio)
+        self.rename_button.clicked.connect(lambda: self.current() and self.rename(self.current()))
+        self.delete_button.clicked.connect(lambda: self.current() and self.delete(self.current()))
+        self.preview_button.clicked.connect(lambda: self.current() and self.preview_requested.emit(self.current()))
+        self.set_model(None)
         self.refresh()
 
-    def _emit_for_current(self, signal) -> None:
-        name = self.current()
-        if name:
-            signal.emit(name)
+    def new_from_audio(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Reference audio", "", "Audio (*.wav *.flac *.ogg *.mp3 *.aiff)")
+        if path:
+            text, ok = QInputDialog.getText(self, "Transcript", "what the reference says (optional: enables "
+                                                                "in-context cloning)")
+            self.create_requested.emit(path, text if ok and text else None)
+
+    def rename(self, name: str) -> None:
+        new, ok = QInputDialog.getText(self, "Rename voice", "name", text=name)
+        if not ok:
+            return
+        try:
+            new = self.library.rename(name, new)
+        except ValueError as e:
+            self.error.emit(str(e))
+            return
+        self.refresh(select=new)
+        self.profiles_changed.emit(new)
+
+    def delete(self, name: str) -> None:
+        if QMessageBox.question(self, "Delete voice", f"Delete the voice profile {name!r}? Takes made with it are "
+                                "kept.") == QMessageBox.Yes:
+            self.library.delete(name)
+            self.refresh()
+            self.profiles_changed.emit("")
 
     def current(self) -> str | None:
         row = self.table.currentRow()
         item = self.table.item(row, 0) if row >= 0 else None
         return item.text() if item else None
 
-    def set_enabled_for(self, info) -> None:
+    def set_model(self, info) -> None:
         base = info is not None and info.variant == "base"
         for b in (self.new_button, self.preview_button):
             b.setEnabled(base)
