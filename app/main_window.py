@@ -284,6 +284,9 @@ class MainWindow(QMainWindow):
 
     def set_touch(self, choice: str) -> None:
         """auto (a touch screen is present), on or off: hit targets and rows for a finger."""
+        if choice not in touch.CHOICES:   # (a settings file edited by hand)
+            self.show_status(f"touch setting {choice!r} is not one of {', '.join(touch.CHOICES)}: auto", 5000)
+            choice = "auto"
         self.touch = touch.touch_wanted(choice)
         self.settings.setValue("view/touch", choice)
         touch.set_touch_style(self, self.touch)

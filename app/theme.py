@@ -32,7 +32,7 @@ LIGHT = Colors("light", window="#efefef", base="#ffffff", alternate="#f5f5f5", t
                button="#e6e6e6", highlight="#2f65ca", highlighted_text="#ffffff", link="#1d4ea8", error="#b00020",
                error_background="#fdecea", wave="#282828")
 DARK = Colors("dark", window="#2b2b2e", base="#1e1e20", alternate="#26262a", text="#e8e8e8", muted="#8f8f94",
-              button="#3a3a3e", highlight="#4f82e0", highlighted_text="#ffffff", link="#8ab4ff", error="#ff8a80",
+              button="#3a3a3e", highlight="#3a6fd6", highlighted_text="#ffffff", link="#8ab4ff", error="#ff8a80",
               error_background="#4a1f1f", wave="#d8d8d8")
 
 

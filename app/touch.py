@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QElapsedTimer, QEvent, QObject, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QInputDevice
-from PySide6.QtWidgets import QAbstractItemView, QAbstractScrollArea, QApplication, QScroller, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QAbstractScrollArea, QApplication, QScroller, QWhatsThis, QWidget
 
 CHOICES = ("auto", "on", "off")
 HIT_TARGET = 44            # px: the smallest comfortable target for a finger (Apple HIG, Material: 48 dp)
@@ -59,7 +59,9 @@ def tooltips_as_whats_this(root: QWidget) -> None:
 
 class TapAndHold(QObject):
     """Taps and long presses of a finger on an item view's rows: `tapped(row)` on a short touch
-    that did not move, `held(row, global_pos)` after LONG_PRESS_MS. A moving finger scrolls."""
+    that did not move, `held(row, global_pos)` when a finger held still LONG_PRESS_MS is lifted
+    (lifting it onto a menu opened under it would choose the item it lands on). A moving finger
+    scrolls."""
     tapped = Signal(int)
     held = Signal(int, object)
 
@@ -76,6 +78,7 @@ class TapAndHold(QObject):
         self._start = QPointF()
         self._row = -1
         self._done = False
+        self._held = False
 
     def eventFilter(self, obj, event) -> bool:
         kind = event.type()
@@ -84,7 +87,7 @@ class TapAndHold(QObject):
         points = event.points()
         pos = points[0].position() if points else self._start
         if kind == QEvent.TouchBegin:
-            self._start, self._done = pos, False
+            self._start, self._done, self._held = pos, False, False
             self._row = self.view.indexAt(pos.toPoint()).row()
             self._clock.start()
             self._timer.start()
@@ -94,19 +97,68 @@ class TapAndHold(QObject):
                 self._done = True   # a drag: QScroller's
         elif kind == QEvent.TouchEnd:
             self._timer.stop()
-            if not self._done and self._row >= 0 and self._clock.elapsed() < LONG_PRESS_MS:
+            if self._held:
+                self.held.emit(self._row, self.view.viewport().mapToGlobal(self._start.toPoint()))
+            elif not self._done and self._row >= 0 and self._clock.elapsed() < LONG_PRESS_MS:
                 self.tapped.emit(self._row)
             self._done = True
+            self._held = False
         else:
             self._timer.stop()
-            self._done = True
+            self._done, self._held = True, False
         event.accept()
-        return False   # the scroller sees the touch too
+        return True   # a finger's own: no mouse press is made of it (QScroller sees it through its gesture)
 
     def _hold(self) -> None:
         if not self._done and self._row >= 0:
-            self._done = True
-            self.held.emit(self._row, self.view.viewport().mapToGlobal(self._start.toPoint()))
+            self._done = self._held = True
+
+
+class TapForHelp(QObject):
+    """"?" then a tap (or click) on any control shows what its tooltip says; the tap does nothing
+    else. A widget that takes touch events sees a TouchBegin, any other the mouse press Qt makes
+    of the tap. (Qt's own What's this mode misses the first kind.)"""
+    shown = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.active = False
+        self._swallow = False   # the rest of the tap that showed the help
+
+    def start(self) -> None:
+        if not self.active:
+            self.active = True
+            QApplication.instance().installEventFilter(self)
+            QApplication.setOverrideCursor(Qt.WhatsThisCursor)
+
+    def stop(self) -> None:
+        if self.active:
+            self.active = False
+            QApplication.instance().removeEventFilter(self)
+            QApplication.restoreOverrideCursor()
+
+    def eventFilter(self, obj, event) -> bool:
+        kind = event.type()
+        if self._swallow and kind in (QEvent.TouchUpdate, QEvent.TouchEnd, QEvent.MouseButtonRelease, QEvent.MouseMove):
+            if kind in (QEvent.TouchEnd, QEvent.MouseButtonRelease):
+                self._swallow = False
+                self.stop()
+            return True
+        # (a tap soon after the "?" one comes as a double click)
+        if kind not in (QEvent.TouchBegin, QEvent.MouseButtonPress, QEvent.MouseButtonDblClick) or \
+                not isinstance(obj, QWidget):
+            return False
+        widget, text = obj, ""
+        while widget is not None and not text:
+            text = widget.whatsThis() or widget.toolTip()
+            widget = widget.parentWidget()
+        where = event.points()[0].globalPosition().toPoint() if kind == QEvent.TouchBegin else \
+            event.globalPosition().toPoint()
+        QWhatsThis.showText(where, text or "nothing to say about this one", obj)
+        self.shown.emit(text)
+        event.accept()
+        self._swallow = True
+        return True
 
 
 def keyboard_overlap(window: QWidget, rect: QRectF | None = None) -> int:

@@ -28,76 +28,9 @@ from kazeia.app.main_window import MainWindow  # noqa: E402
 from kazeia.app.panels.takes import COLUMNS  # noqa: E402
 from kazeia.app.plots import LatencyPlot, TakeView, spectrogram  # noqa: E402
 from kazeia.app.takes import Take, TakeStore  # noqa: E402
-
-ARTIFACTS = Path(__file__).parent / "artifacts"
-TIMEOUT_MS = 120_000
-# a take on an accelerator: a first run on lavapipe compiles ggml's pipelines with LLVM (minutes on a
-# new machine, whose shader cache is empty; then cached on disk)
-ACCEL_TIMEOUT_MS = 800_000
-ALL_CPU = dict.fromkeys(("talker", "code_predictor", "decoder"), "cpu")
-ALL_SCHED = dict.fromkeys(("talker", "code_predictor", "decoder"), "accel-sched")
-
-
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.setenv("KAZEIA_DATA_DIR", str(tmp_path / "data"))
-    return tmp_path
-
-
-def make_window(qtbot, workdir, audio=None, model=None) -> MainWindow:
-    settings = QSettings(str(workdir / "settings.ini"), QSettings.IniFormat)
-    window = MainWindow(model, settings=settings, audio=audio or AudioOutput(), store=TakeStore(workdir / "data"))
-    qtbot.addWidget(window)
-    window.resize(1280, 800)
-    window.show()
-    qtbot.waitUntil(lambda: window.info is not None, timeout=TIMEOUT_MS)
-    return window
-
-
-@pytest.fixture
-def window(qtbot, workdir):
-    w = make_window(qtbot, workdir)
-    yield w
-    w.controller.cancel()
-    w.controller.shutdown()
-
-
-def generate(qtbot, window, frames=8, seed=0, text=None, timeout_ms=TIMEOUT_MS):
-    window.sampling.max_frames.setValue(frames)
-    window.sampling.seed.setValue(seed)
-    if text:
-        window.text.setPlainText(text)
-    with qtbot.waitSignal(window.controller.finished, timeout=timeout_ms) as blocker:
-        assert window.generate()
-    qtbot.wait(20)   # the window's own finished handler has run
-    return blocker.args[0]
-
-
-def screenshot(window, name: str) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    window.grab().save(str(path))
-    assert path.stat().st_size > 10_000
-    return path
-
-
-class RealTimePacedStream:
-    """The engine's stream handed on at real-time pace (80 ms of audio per 80 ms, or `speed` times
-    faster): the GUI then sees a 30 s take as it would from an engine running at real time, not 20x
-    faster as the demo does."""
-
-    def __init__(self, stream, speed: float = 1.0):
-        self._stream, self._start, self._speed = stream, time.perf_counter(), speed
-
-    def __iter__(self):
-        for chunk in self._stream:
-            due = self._start + (chunk.first_frame + chunk.frames) * chunk.timings.frame_seconds / self._speed
-            time.sleep(max(0.0, due - time.perf_counter()))
-            yield chunk
-
-    def __getattr__(self, name):   # result, cancel, ...
-        return getattr(self._stream, name)
-
+from workbench_support import (ACCEL_TIMEOUT_MS, ALL_CPU, ALL_SCHED, TIMEOUT_MS, RealTimePacedStream,  # noqa: E402
+                               capture_device, capture_window, captured_audio, generate, make_window, screenshot,
+                               window, workdir)
 
 def test_generate_streams_and_keeps_a_take(qtbot, window, monkeypatch):
     # paced at 2x real time (1.6 s for 40 frames): the demo model alone can finish inside one display
@@ -432,18 +365,6 @@ def test_limiter_keeps_every_sample_below_full_scale():
     assert np.allclose(level.process(0.2 * loud[:100]), 0.1 * loud[:100], atol=1e-6)
 
 
-def capture_device(audio: AudioOutput):
-    return next((i for i, name in audio.devices() if "kazeia_capture" in name or "Kazeia test capture" in name), None)
-
-
-def captured_audio() -> np.ndarray:
-    path = Path(os.environ["KAZEIA_CAPTURE_OUT"])
-    if not path.exists():   # nothing played yet in this session
-        return np.zeros(0, np.float32)
-    captured = np.fromfile(path, dtype=np.float32)
-    return captured[captured != 0]   # the device plays silence while it waits for samples
-
-
 def test_the_test_devices_play_in_real_time():
     """An open stream on either test device consumes samples at about real time (the null device
     alone spins a core and fills the disk with silence)."""
@@ -459,17 +380,6 @@ def test_the_test_devices_play_in_real_time():
         audio.stop()
         # the device's buffer lets it run ahead a little
         assert consumed < 3 * 24000, f"{consumed} samples in 1 s on {target}"
-
-
-def capture_window(qtbot, workdir):
-    audio = AudioOutput()
-    device = capture_device(audio)
-    if device is None:
-        pytest.skip(f"no ALSA capture device ({audio.reason or 'PortAudio lists none'})")
-    w = make_window(qtbot, workdir, audio=audio)
-    w.backend.volume.setValue(100)
-    audio.set_device(device)
-    return w, audio
 
 
 def test_ab_switches_between_two_takes(qtbot, workdir):
@@ -720,3 +630,12 @@ def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window,
     assert all(panel.table.item(r, 3).text() in ("", "done") for r in range(8))
     assert not list(out.glob(".*partial*")) and len(list(out.glob("s*.wav"))) == done.args[0].done
     assert generate(qtbot, window, frames=4) is not None   # takes work again once the script is done
+
+
+def test_demo_by_name_opens_the_demo_model(qtbot, workdir):
+    """`kazeia-workbench demo`, as the command line's `--model demo`."""
+    from kazeia.engine import demo_model_path
+    w = make_window(qtbot, workdir, model="demo")
+    assert w.info.path == demo_model_path() and not w.banner.isVisible()
+    assert w.generate_button.isEnabled()
+    w.controller.shutdown()

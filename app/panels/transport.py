@@ -2,7 +2,9 @@
 every layout, and "?" for what the tooltips say (a finger never hovers)."""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QToolButton, QWhatsThis, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QToolButton, QWidget
+
+from ..touch import TapForHelp
 
 
 class TransportBar(QWidget):
@@ -23,7 +25,8 @@ class TransportBar(QWidget):
         self.help_button = QToolButton()
         self.help_button.setText("?")
         self.help_button.setToolTip("tap here, then on any control, to read what it does")
-        self.help_button.clicked.connect(QWhatsThis.enterWhatsThisMode)
+        self.help = TapForHelp(self)
+        self.help_button.clicked.connect(self.help.start)
         for w in (self.generate_button, self.stop_button, self.play_button, self.ab_button):
             row.addWidget(w)
         row.addStretch(1)

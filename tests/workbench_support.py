@@ -1,0 +1,110 @@
+"""What the workbench's tests share: a window on the demo model with its own settings and data
+folder, a take generated and waited for, screenshots, a stream paced to real time, and the ALSA
+capture device that records what the window plays."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QSettings
+
+from kazeia.app.audio_output import AudioOutput
+from kazeia.app.main_window import MainWindow
+from kazeia.app.takes import TakeStore
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+TIMEOUT_MS = 120_000
+# a take on an accelerator: a first run on lavapipe compiles ggml's pipelines with LLVM (minutes on a
+# new machine, whose shader cache is empty; then cached on disk)
+ACCEL_TIMEOUT_MS = 800_000
+ALL_CPU = dict.fromkeys(("talker", "code_predictor", "decoder"), "cpu")
+ALL_SCHED = dict.fromkeys(("talker", "code_predictor", "decoder"), "accel-sched")
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAZEIA_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path
+
+
+def make_window(qtbot, workdir, audio=None, model=None) -> MainWindow:
+    settings = QSettings(str(workdir / "settings.ini"), QSettings.IniFormat)
+    window = MainWindow(model, settings=settings, audio=audio or AudioOutput(), store=TakeStore(workdir / "data"))
+    qtbot.addWidget(window)
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitUntil(lambda: window.info is not None, timeout=TIMEOUT_MS)
+    return window
+
+
+@pytest.fixture
+def window(qtbot, workdir):
+    w = make_window(qtbot, workdir)
+    yield w
+    w.controller.cancel()
+    w.controller.shutdown()
+
+
+def generate(qtbot, window, frames=8, seed=0, text=None, timeout_ms=TIMEOUT_MS):
+    window.sampling.max_frames.setValue(frames)
+    window.sampling.seed.setValue(seed)
+    if text:
+        window.text.setPlainText(text)
+    with qtbot.waitSignal(window.controller.finished, timeout=timeout_ms) as blocker:
+        assert window.generate()
+    qtbot.wait(20)   # the window's own finished handler has run
+    return blocker.args[0]
+
+
+def screenshot(window, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    window.grab().save(str(path))
+    assert path.stat().st_size > 10_000
+    return path
+
+
+class RealTimePacedStream:
+    """The engine's stream handed on at real-time pace (80 ms of audio per 80 ms, or `speed` times
+    faster): the GUI then sees a 30 s take as it would from an engine running at real time, not 20x
+    faster as the demo does."""
+
+    def __init__(self, stream, speed: float = 1.0):
+        self._stream, self._start, self._speed = stream, time.perf_counter(), speed
+
+    def __iter__(self):
+        for chunk in self._stream:
+            due = self._start + (chunk.first_frame + chunk.frames) * chunk.timings.frame_seconds / self._speed
+            time.sleep(max(0.0, due - time.perf_counter()))
+            yield chunk
+
+    def __getattr__(self, name):   # result, cancel, ...
+        return getattr(self._stream, name)
+
+
+def capture_device(audio: AudioOutput):
+    return next((i for i, name in audio.devices() if "kazeia_capture" in name or "Kazeia test capture" in name), None)
+
+
+def captured_audio() -> np.ndarray:
+    path = Path(os.environ["KAZEIA_CAPTURE_OUT"])
+    if not path.exists():   # nothing played yet in this session
+        return np.zeros(0, np.float32)
+    captured = np.fromfile(path, dtype=np.float32)
+    return captured[captured != 0]   # the device plays silence while it waits for samples
+
+
+def capture_window(qtbot, workdir):
+    audio = AudioOutput()
+    device = capture_device(audio)
+    if device is None:
+        pytest.skip(f"no ALSA capture device ({audio.reason or 'PortAudio lists none'})")
+    w = make_window(qtbot, workdir, audio=audio)
+    w.backend.volume.setValue(100)
+    audio.set_device(device)
+    return w, audio
+
+
