@@ -10,7 +10,7 @@ import signal
 import sys
 import traceback
 
-from .takes import data_dir
+from kazeia.engine.user_dirs import data_dir
 
 
 def install_excepthook() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import soundfile
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QIcon, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMenu,
                                QMessageBox, QPlainTextEdit, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
@@ -51,6 +51,14 @@ CONVERT_TYPES_NOTE = ("q8_0 (default): half the bytes per frame of f16, so about
 
 
 class MainWindow(QMainWindow):
+    # what the window has done with an outcome (observers, tests): after its own handling
+    model_loaded = Signal(object)     # ModelInfo
+    take_finished = Signal(object)    # the engine's Result (the take is kept by now)
+    voice_created = Signal(str)
+    preview_played = Signal(object)   # audio
+    script_finished = Signal(object)  # RenderSummary
+    error_shown = Signal(str)
+
     def __init__(self, model_path: str | None = None, settings: QSettings | None = None,
                  audio: AudioOutput | None = None, store: TakeStore | None = None):
         super().__init__()
@@ -172,17 +180,6 @@ class MainWindow(QMainWindow):
         self.resize(1280, 800)
 
     def _connect(self) -> None:
-        c = self.controller
-        c.loaded.connect(self._on_loaded)
-        c.applied.connect(self._on_applied)
-        c.started.connect(self._on_started)
-        c.chunk_ready.connect(self._on_chunk)
-        c.finished.connect(self._on_finished)
-        c.failed.connect(self._on_failed)
-        c.status.connect(self.show_status)
-        c.conversion.connect(self._on_conversion)
-        c.voice_created.connect(self._on_voice_created)
-        c.preview_ready.connect(self._on_preview)
         b = self.backend
         b.open_requested.connect(self._open_dialog)
         b.placement_changed.connect(self._placement_changed)
@@ -215,8 +212,6 @@ class MainWindow(QMainWindow):
         s.render_requested.connect(self.render_script)
         s.stop_requested.connect(self.controller.cancel)
         s.play_requested.connect(self.play_file)
-        c.script_line.connect(lambda entry, summary: (s.show_entry(entry), s.show_progress(summary)))
-        c.script_finished.connect(self._on_script_finished)
         self._text_save = QTimer(self)   # the text is saved a second after typing stops
         self._text_save.setSingleShot(True)
         self._text_save.setInterval(1000)
@@ -315,6 +310,7 @@ class MainWindow(QMainWindow):
         self.banner_text.setText(message)
         self.banner.show()
         self.show_status(f"error: {message}")
+        self.error_shown.emit(message)
 
     def clear_error(self) -> None:
         self.banner.hide()
@@ -355,15 +351,27 @@ class MainWindow(QMainWindow):
 
     def load_model(self, path: str | None, out_type: str = "q8_0") -> None:
         self.generate_button.setEnabled(False)
-        self.controller.load_model(path, self.backend.threads.value(), self.backend.current_placement(), out_type)
+        job = self.controller.load_model(path, self.backend.threads.value(), self.backend.current_placement(), out_type)
+        job.finished.connect(self._on_loaded)
+        job.failed.connect(self._on_load_failed)
+        job.status.connect(self.show_status)
+        job.progress.connect(self._on_conversion)
+        self.controller.submit(job)
 
-    def _on_conversion(self, done: int, total: int) -> None:
+    def _on_load_failed(self, message: str) -> None:
+        self.backend.conversion.hide()
+        self.generate_button.setEnabled(self.info is not None)
+        self.show_error(message)
+
+    def _on_conversion(self, progress: tuple) -> None:
+        done, total = progress
         bar = self.backend.conversion
         bar.setVisible(done < total)
         bar.setRange(0, max(total, 1))
         bar.setValue(done)
 
-    def _on_loaded(self, info) -> None:
+    def _on_loaded(self, engine) -> None:
+        info = engine.info
         self.backend.conversion.hide()
         self.clear_error()
         self.info = info
@@ -374,14 +382,22 @@ class MainWindow(QMainWindow):
             self.sampling.streaming_text.setChecked(True)
         self.generate_button.setEnabled(True)
         self.show_status(f"loaded {info.path.name}", 5000)
+        self.model_loaded.emit(info)
+
+    def _apply(self, placement=None, threads=None) -> None:
+        job = self.controller.apply(placement=placement, threads=threads)
+        if job is not None:
+            job.finished.connect(self._on_applied)
+            job.failed.connect(self.show_error)
+            self.controller.submit(job)
 
     def _placement_changed(self, placement: dict) -> None:
-        self.controller.apply(placement=placement)
+        self._apply(placement=placement)
         self.show_status("placement applies to the next take" if self.controller.busy else
                          "placement set", 4000)
 
     def _threads_changed(self, threads: int) -> None:
-        self.controller.apply(threads=threads)
+        self._apply(threads=threads)
         self.show_status(f"{threads} threads from the next take", 4000)
 
     def _on_applied(self, ran) -> None:
@@ -398,20 +414,21 @@ class MainWindow(QMainWindow):
                 "sampling": self.sampling.params(self.info), "placement": self.backend.current_placement(),
                 "threads": self.backend.threads.value()}
 
-    def generate(self, job: dict | None = None, tag: dict | None = None) -> bool:
+    def generate(self, job: dict | None = None, tag: dict | None = None):
+        """Starts a take from the panels (or `job`); returns its Job, or None with the reason shown."""
         if self.info is None:
-            return False
+            return None
         if self.controller.rendering:
             self.show_status("a script is rendering: takes wait until it ends or is stopped (Script tab)", 5000)
-            return False
+            return None
         if self.controller.busy:
             self.show_status("a take is running: stop it first (Esc)", 4000)
-            return False
+            return None
         try:
             job = dict(job or self.job())
         except ValueError as e:
             self.show_error(str(e))
-            return False
+            return None
         self._job = dict(job)
         profile_name = job.pop("voice_profile_name", None)
         sampling = job["sampling"]
@@ -430,33 +447,54 @@ class MainWindow(QMainWindow):
             except Exception as e:
                 self._live_playback = False
                 self.show_status(f"live playback off: {e}", 5000)
-        if not self.controller.generate({**job, "tag": tag or {}}):
+        take = self.controller.generate({**job, "tag": tag or {}})
+        if take is None:
             self.live = None
-            return False
+            return None
+        take.started.connect(self._on_started)
+        take.progress.connect(self._on_chunk)
+        take.finished.connect(self._on_finished)
+        take.failed.connect(self._on_take_failed)
         self.take_view.clear(self.info.sample_rate)
         if self.workspace.arrangement == "narrow" and not tag:
             self.workspace.show_page(self.workspace.live)
         self.generate_button.setEnabled(False)
         self.stop_button.setEnabled(True)
         self.latency.title.setText("starting ...")
-        return True
+        return self.controller.submit(take)
 
-    def render_script(self, job: dict) -> bool:
+    def render_script(self, request: dict):
+        """Renders a script on the worker; returns its Job, or None with the reason shown."""
         if self.controller.busy:
             self.show_status("a take is running: the script renders after it (stop it with Esc)", 5000)
-            return False
-        if not self.controller.render_script(job):
+            return None
+        job = self.controller.render_script(request)
+        if job is None:
             self.show_status("no model is loaded" if self.info is None else "a script is already rendering", 5000)
-            return False
+            return None
+        job.progress.connect(self._on_script_line)
+        job.finished.connect(self._on_script_finished)
+        job.failed.connect(self._on_script_failed)
         self.script.set_rendering(True)
         self.generate_button.setEnabled(False)
-        return True
+        return self.controller.submit(job)
+
+    def _on_script_line(self, line: tuple) -> None:
+        entry, summary = line
+        self.script.show_entry(entry)
+        self.script.show_progress(summary)
 
     def _on_script_finished(self, summary) -> None:
         self.script.set_rendering(False)
         self.script.show_progress(summary)
         self.script.refresh_statuses()
         self.generate_button.setEnabled(self.info is not None)
+        self.script_finished.emit(summary)
+
+    def _on_script_failed(self, message: str) -> None:
+        self.script.set_rendering(False)
+        self.generate_button.setEnabled(self.info is not None)
+        self.show_error(message)
 
     def play_file(self, path: str) -> None:
         if not self.backend.has_output or not self.audio.available:
@@ -505,7 +543,8 @@ class MainWindow(QMainWindow):
         elif self.backend.meter.value() > -60:
             self.backend.meter.show_level(-90.0, 0.0)
 
-    def _on_finished(self, result, ran) -> None:
+    def _on_finished(self, outcome) -> None:
+        result, ran = outcome.result, outcome.ran
         self.generate_button.setEnabled(True)
         self.stop_button.setEnabled(False)
         self._dirty = False
@@ -538,18 +577,15 @@ class MainWindow(QMainWindow):
         self.show_status(f"done: {t.frames} frames, stopped by {result.stop_reason}", 5000)
         if ran.tag.get("compare"):
             self._compare_step(take, result, ran.tag)
+        self.take_finished.emit(result)
 
-    def _on_failed(self, kind: str, message: str) -> None:
-        if kind == "take":
-            self.generate_button.setEnabled(self.info is not None)
-            self.stop_button.setEnabled(False)
-            self.audio.stop()
-            self.live = None
-            self._compare = None
-            self.latency.title.setText("")
-        if kind == "script":
-            self.script.set_rendering(False)
-            self.generate_button.setEnabled(self.info is not None)
+    def _on_take_failed(self, message: str) -> None:
+        self.generate_button.setEnabled(self.info is not None)
+        self.stop_button.setEnabled(False)
+        self.audio.stop()
+        self.live = None
+        self._compare = None
+        self.latency.title.setText("")
         self.show_error(message)
 
     # ---- placement comparison ----------------------------------------------------------------
@@ -684,7 +720,10 @@ class MainWindow(QMainWindow):
             return None
         name = self.voices.free_name(name or Path(audio_path).stem)
         self.show_status(f"making voice profile {name} ...")
-        self.controller.create_voice(name, audio_path, transcript, self.voices.path(name))
+        job = self.controller.create_voice(name, audio_path, transcript, self.voices.path(name))
+        job.finished.connect(self._on_voice_created)
+        job.failed.connect(self.show_error)
+        self.controller.submit(job)
         return name
 
     def _on_voice_created(self, name: str) -> None:
@@ -692,6 +731,7 @@ class MainWindow(QMainWindow):
         self.voice.refresh_profiles(select=name)
         self.library.refresh(select=name)
         self.show_status(f"voice profile {name} created", 4000)
+        self.voice_created.emit(name)
 
     def preview_voice(self, name: str) -> None:
         """A short fixed sentence with the profile, played and not kept."""
@@ -699,12 +739,16 @@ class MainWindow(QMainWindow):
             self.show_error("load a Base model to preview voice profiles")
             return
         self.show_status(f"previewing {name} ...")
-        self.controller.preview(self.voices.path(name), self.voice.language.currentText())
+        job = self.controller.preview(self.voices.path(name), self.voice.language.currentText())
+        job.finished.connect(self._on_preview)
+        job.failed.connect(self.show_error)
+        self.controller.submit(job)
 
     def _on_preview(self, audio) -> None:
         if self.backend.has_output and self.audio.available:
             self.audio.play(audio)
         self.show_status(f"preview: {len(audio) / self.info.sample_rate:.1f} s", 4000)
+        self.preview_played.emit(audio)
 
     # ---- drag and drop -----------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:

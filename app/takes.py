@@ -3,7 +3,6 @@ timings; saved in the user's data folder (index + one WAV per take, written atom
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
@@ -13,6 +12,7 @@ import numpy as np
 import soundfile
 
 from kazeia.engine.atomic import atomic_path
+from kazeia.engine.user_dirs import data_dir
 
 
 @dataclass
@@ -63,14 +63,6 @@ class Take:
         d = asdict(self)
         d.pop("audio")
         return d
-
-
-def data_dir() -> Path:
-    env = os.environ.get("KAZEIA_DATA_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    return Path(base) / "kazeia"
 
 
 def _atomic_write(path: Path, write) -> None:

@@ -6,8 +6,7 @@ import re
 from pathlib import Path
 
 from kazeia.engine import voice_profile_info
-
-from .takes import data_dir
+from kazeia.engine.user_dirs import data_dir
 
 AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".mp3", ".aiff", ".aif"}
 

@@ -1,7 +1,7 @@
 """Kazeia engine: model files, conversion, synthesis and the `kazeia` command line."""
 from kazeia import _native
 
-from .convert import ConversionReport, convert
+from .convert import ConversionReport, convert, converted_checkpoint
 from .demo import demo_model_path, resolve_model
 from .engine import AudioStream, Chunk, Engine, Request, Result, SamplingParams, Timings
 from .errors import ConversionError, ModelLoadError
@@ -19,5 +19,5 @@ def devices() -> list[dict]:
 
 __all__ = ["AudioStream", "Chunk", "ConversionError", "ConversionReport", "DecoderStream", "Engine", "ModelFile",
            "ModelInfo", "ModelLoadError", "Request", "Result", "SamplingParams", "Speaker", "SpeechDecoder", "Timings", "Voice",
-           "convert", "create_voice", "demo_model_path", "devices", "load_voice", "make_random_model", "open_model",
+           "convert", "converted_checkpoint", "create_voice", "demo_model_path", "devices", "load_voice", "make_random_model", "open_model",
            "resolve_model", "save_voice", "voice_profile_info"]

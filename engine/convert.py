@@ -11,6 +11,7 @@ import numpy as np
 
 from kazeia import _native
 
+from .atomic import atomic_path
 from .checkpoint import Checkpoint, SafetensorsFolder
 from .errors import ConversionError
 from .gguf_file import TensorPlan, TypeMix, plan_type, write_model_file
@@ -109,3 +110,19 @@ def convert(hf_dir: str | os.PathLike, out_path: str | os.PathLike, out_type: st
         types[plan.type] = types.get(plan.type, 0) + 1
     return ConversionReport(Path(out_path), len(plans), sum(int(np.prod(p.shape)) for p in plans), types,
                             len(consumed), len(ignored), time.perf_counter() - start)
+
+
+def converted_checkpoint(hf_dir: str | os.PathLike, out_type: str = "q8_0", on_start=None, on_progress=None) -> Path:
+    """A Hugging Face checkpoint folder as a GGUF file, converted once and kept in the user's models
+    folder (`<folder name>-<type>.gguf`; written atomically, so an interrupted conversion leaves
+    nothing that would be taken for done). on_start(message) is called when a conversion starts."""
+    from .user_dirs import models_dir
+    folder = Path(hf_dir)
+    out = models_dir() / f"{folder.name}-{out_type}.gguf"
+    if not out.exists():
+        if on_start is not None:
+            on_start(f"converting {folder.name} to {out_type} (once; cached in {out.parent}) ...")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(out) as tmp:
+            convert(folder, tmp, out_type=out_type, progress=False, on_progress=on_progress)
+    return out

@@ -15,7 +15,8 @@ pytest=(.venv/bin/python -m pytest -p no:cacheprovider)
 
 # 1. CPU only (a Vulkan build lists no device until GGML_VK_VISIBLE_DEVICES admits lavapipe)
 if command -v xvfb-run >/dev/null; then
-  xvfb-run -a -s "-screen 0 1280x800x24" env QT_QPA_PLATFORM=xcb "${pytest[@]}" tests/test_workbench.py -q
+  xvfb-run -a -s "-screen 0 1280x800x24" env QT_QPA_PLATFORM=xcb "${pytest[@]}" tests/test_workbench.py \
+    tests/test_workbench_touch.py -q
 else
   echo "xvfb-run missing: the X11 pass of the workbench tests is skipped" >&2
 fi
@@ -30,7 +31,7 @@ case "$detected" in avx512) lower=(avx2 generic) ;; avx2) lower=(generic) ;; *) 
 for level in "${lower[@]}"; do
   echo "== kernels and parity at KAZEIA_CPU=$level (this CPU: $detected)"
   env -u GGML_VK_VISIBLE_DEVICES KAZEIA_CPU="$level" "${pytest[@]}" tests -q -ra -m "not slow" -k "not accel" \
-    --ignore=tests/reference --ignore=tests/test_workbench.py "$@"
+    --ignore=tests/reference --ignore-glob='tests/test_workbench*.py' "$@"
 done
 
 # 2. Vulkan0 on lavapipe: placement tests and the workbench's placement A/B on a real second device

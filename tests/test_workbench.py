@@ -28,9 +28,9 @@ from kazeia.app.main_window import MainWindow  # noqa: E402
 from kazeia.app.panels.takes import COLUMNS  # noqa: E402
 from kazeia.app.plots import LatencyPlot, TakeView, spectrogram  # noqa: E402
 from kazeia.app.takes import Take, TakeStore  # noqa: E402
-from workbench_support import (ACCEL_TIMEOUT_MS, ALL_CPU, ALL_SCHED, TIMEOUT_MS, RealTimePacedStream,  # noqa: E402
-                               capture_device, capture_window, captured_audio, generate, make_window, screenshot,
-                               window, workdir)
+from workbench_support import (ACCEL_TIMEOUT_MS, ALL_CPU, ALL_SCHED, TIMEOUT_MS, JobProgress,  # noqa: E402
+                               RealTimePacedStream, capture_device, capture_window, captured_audio, generate,
+                               make_window, screenshot, window, workdir)
 
 def test_generate_streams_and_keeps_a_take(qtbot, window, monkeypatch):
     # paced at 2x real time (1.6 s for 40 frames): the demo model alone can finish inside one display
@@ -50,7 +50,7 @@ def test_generate_streams_and_keeps_a_take(qtbot, window, monkeypatch):
         shown.append(window.latency.chart.frames)
         if chunk.first_frame == 9:
             screenshot(window, "workbench_streaming")
-    window.controller.chunk_ready.connect(on_chunk)
+    watch = JobProgress(window.controller, "take", on_chunk)  # noqa: F841 (kept alive while the take runs)
     start = time.perf_counter()
     result = generate(qtbot, window, frames=40)
     elapsed_ms = 1000 * (time.perf_counter() - start)
@@ -78,7 +78,7 @@ def test_gui_thread_cost_of_a_30_s_take_is_bounded(qtbot, window, monkeypatch, r
     frames = 375   # 30 s of audio (greedy: the demo model runs to the limit)
     window.sampling.greedy.setChecked(True)
     window.sampling.max_frames.setValue(frames)
-    with qtbot.waitSignal(window.controller.finished, timeout=600_000) as blocker:
+    with qtbot.waitSignal(window.take_finished, timeout=600_000) as blocker:
         cpu0, wall0 = time.thread_time(), time.perf_counter()
         assert window.generate()
     gui_cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
@@ -105,7 +105,7 @@ def test_latencies_shown_match_the_engine_alone(qtbot, window, report):
             pass
         return stream.result
     runs = [run_alone()]
-    with qtbot.waitSignal(window.controller.finished, timeout=600_000) as blocker:
+    with qtbot.waitSignal(window.take_finished, timeout=600_000) as blocker:
         cpu0, wall0 = time.thread_time(), time.perf_counter()
         assert window.generate()
     gui_cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
@@ -163,9 +163,9 @@ def test_stop_cancels_within_a_frame_and_marks_the_take(qtbot, window):
         if not made:
             made.append(chunk.timings.frames)
             window.stop()
-            made.append(window.controller._stream._timings.frames)   # frames finished when Stop was pressed
-    window.controller.chunk_ready.connect(on_chunk)
-    with qtbot.waitSignal(window.controller.finished, timeout=TIMEOUT_MS) as blocker:
+            made.append(window.controller.take.stream._timings.frames)   # frames finished when Stop was pressed
+    watch = JobProgress(window.controller, "take", on_chunk)  # noqa: F841
+    with qtbot.waitSignal(window.take_finished, timeout=TIMEOUT_MS) as blocker:
         window.generate()
     result = blocker.args[0]
     assert result.stop_reason == "cancelled"
@@ -178,11 +178,11 @@ def test_stop_cancels_within_a_frame_and_marks_the_take(qtbot, window):
 def test_errors_show_in_a_banner_that_clears_on_success(qtbot, window, workdir):
     bad = workdir / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\x00" * 64)
-    with qtbot.waitSignal(window.controller.failed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.error_shown, timeout=TIMEOUT_MS):
         window.load_model(str(bad))
     assert window.banner.isVisible() and "cannot open" in window.banner_text.text()
     window.text.setPlainText("   ")
-    with qtbot.waitSignal(window.controller.failed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.error_shown, timeout=TIMEOUT_MS):
         window.generate()
     assert window.banner.isVisible() and "text is empty" in window.banner_text.text()
     assert any("text is empty" in m for m in window.messages)   # the history keeps it
@@ -206,11 +206,10 @@ def test_threads_and_placement_apply_to_the_next_take_as_they_ran(qtbot, window)
             changed.append(1)
             window.backend.threads.setValue(after)
             window.backend.set_placement(ALL_SCHED)
-    window.controller.chunk_ready.connect(on_chunk)
-    with qtbot.waitSignal(window.controller.finished, timeout=TIMEOUT_MS):
+    watch = JobProgress(window.controller, "take", on_chunk)
+    with qtbot.waitSignal(window.take_finished, timeout=TIMEOUT_MS):
         window.generate()
-    qtbot.wait(20)
-    window.controller.chunk_ready.disconnect(on_chunk)
+    window.controller.submitted.disconnect(watch._submitted)
     first = window.store.takes[-1]
     assert first.threads == before and first.placement == ALL_CPU
     generate(qtbot, window, frames=4, timeout_ms=ACCEL_TIMEOUT_MS)
@@ -466,8 +465,8 @@ def test_opens_a_checkpoint_folder_with_conversion_progress(qtbot, workdir):
     from goldens import checkpoint_dir
     w = make_window(qtbot, workdir)
     progress = []
-    w.controller.conversion.connect(lambda done, total: progress.append((done, total)))
-    with qtbot.waitSignal(w.controller.loaded, timeout=TIMEOUT_MS):
+    watch = JobProgress(w.controller, "load", progress.append)  # noqa: F841
+    with qtbot.waitSignal(w.model_loaded, timeout=TIMEOUT_MS):
         w.load_model(str(checkpoint_dir("voice_design")))   # the dialog's default type
     assert w.info.variant == "voice_design" and w.voice.instruct.isEnabled() and not w.voice.speaker.isEnabled()
     assert progress and progress[-1][0] == progress[-1][1]
@@ -487,16 +486,16 @@ def test_voice_library_for_base_models(qtbot, workdir, converted, monkeypatch):
     w.text.setPlainText("Cloned hello.")
     assert not w.generate()   # no profile yet: a clear message, not a crash
     assert "pick or create a voice profile" in w.banner_text.text() and not w.controller.busy
-    with qtbot.waitSignal(w.controller.voice_created, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(w.voice_created, timeout=TIMEOUT_MS):
         assert w.add_voice(str(audio_path)) == "my voice"
     bad = workdir / "silence.wav"
     soundfile.write(bad, np.zeros(48000, np.float32), 24000)
-    with qtbot.waitSignal(w.controller.failed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(w.error_shown, timeout=TIMEOUT_MS):
         w.add_voice(str(bad))
     assert "silent" in w.banner_text.text()
     assert generate(qtbot, w, frames=4).stop_reason == "limit" and not w.banner.isVisible()
     assert w.store.takes[-1].request["voice_profile"] == "my voice"
-    with qtbot.waitSignal(w.controller.voice_created, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(w.voice_created, timeout=TIMEOUT_MS):
         w.add_voice(str(audio_path), name="with text", transcript="Hello there, nice to meet you.")
     w.voice.profile.setCurrentText("with text")
     assert "in-context" in w.voice.profile_info.text()
@@ -507,7 +506,7 @@ def test_voice_library_for_base_models(qtbot, workdir, converted, monkeypatch):
     assert kinds == {"my voice": "x-vector", "with text": "in-context"}
     screenshot(w, "workbench_voice_library")
     takes = len(w.store.takes)
-    with qtbot.waitSignal(w.controller.preview_ready, timeout=TIMEOUT_MS) as blocker:
+    with qtbot.waitSignal(w.preview_played, timeout=TIMEOUT_MS) as blocker:
         w.preview_voice("my voice")   # a short fixed sentence, not a take
     assert 0 < len(blocker.args[0]) < 24000 * 20 and len(w.store.takes) == takes
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.No)
@@ -587,7 +586,7 @@ def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window,
     assert panel.table.rowCount() == 6 and panel.table.item(5, 3).text().startswith("invalid: empty text")
     out = Path(panel.out_dir.text())
     assert out == workdir / "lines-render"
-    with qtbot.waitSignal(window.controller.script_finished, timeout=TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.script_finished, timeout=TIMEOUT_MS) as done:
         panel.render_all_button.click()
         assert window.controller.rendering and not panel.render_all_button.isEnabled()
         assert not window.generate() and "script is rendering" in window.statusBar().currentMessage()
@@ -600,7 +599,7 @@ def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window,
         assert float(panel.table.item(r, 5).text()) > 0
     first = soundfile.read(out / "l2.wav", dtype="float32")[0]
     panel.table.selectRow(2)
-    with qtbot.waitSignal(window.controller.script_finished, timeout=TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.script_finished, timeout=TIMEOUT_MS) as done:
         panel.new_seed_button.click()
     assert done.args[0].done == 1   # only the selected line
     again = soundfile.read(out / "l2.wav", dtype="float32")[0]
@@ -615,13 +614,13 @@ def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window,
     panel.table.setRowCount(0)
     assert panel.open_script(str(script))
     assert all(panel.table.item(r, 3).text().startswith("done") for r in range(5))
-    with qtbot.waitSignal(window.controller.script_finished, timeout=TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.script_finished, timeout=TIMEOUT_MS) as done:
         panel.render_all_button.click()
     assert done.args[0].done == 0 and done.args[0].kept == 5
     # Esc stops a render: the lines in flight are cancelled, nothing half-written stays
     script.write_text("id,text,speaker,max_frames\n" + "".join(f"s{i},Stop line {i}.,vivian,300\n" for i in range(8)))
     assert panel.open_script(str(script))
-    with qtbot.waitSignal(window.controller.script_finished, timeout=TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.script_finished, timeout=TIMEOUT_MS) as done:
         panel.render_all_button.click()
         qtbot.wait(200)
         window.stop()

@@ -25,8 +25,8 @@ def test_both_palettes_have_readable_contrast(colors):
 def test_the_window_and_its_plots_switch_together(qtbot, window):
     for colors in (theme.DARK, theme.LIGHT):
         window.set_theme(colors.name)
-        qtbot.waitUntil(lambda: window.palette().color(QPalette.Window).name() == colors.window, timeout=2000)
-        assert window.text.palette().color(QPalette.Base).name() == colors.base
+        qtbot.waitUntil(lambda: window.palette().color(QPalette.Window).name() == colors.window and
+                        window.text.palette().color(QPalette.Base).name() == colors.base, timeout=2000)
         for plot in (window.latency.chart, window.latency.startup, window.take_view.wave, window.take_view.spec):
             assert plot.backgroundBrush().color().name() == colors.base
         assert colors.error in window.banner.styleSheet()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QObject, QSettings, Slot
 
 from kazeia.app.audio_output import AudioOutput
 from kazeia.app.main_window import MainWindow
@@ -22,6 +22,27 @@ TIMEOUT_MS = 120_000
 ACCEL_TIMEOUT_MS = 800_000
 ALL_CPU = dict.fromkeys(("talker", "code_predictor", "decoder"), "cpu")
 ALL_SCHED = dict.fromkeys(("talker", "code_predictor", "decoder"), "accel-sched")
+
+
+class JobProgress(QObject):
+    """Calls `on_progress(item)` for what every job of `kind` reports while it runs (chunks of a take,
+    a load's conversion progress), on the GUI thread, after the window's own handler."""
+
+    def __init__(self, controller, kind: str, on_progress):
+        super().__init__()
+        self.kind, self.on_progress = kind, on_progress
+        self.jobs: list = []
+        controller.submitted.connect(self._submitted)
+
+    @Slot(object)
+    def _submitted(self, job) -> None:
+        if job.kind == self.kind:
+            self.jobs.append(job)
+            job.progress.connect(self._progress)
+
+    @Slot(object)
+    def _progress(self, item) -> None:
+        self.on_progress(item)
 
 
 @pytest.fixture
@@ -53,9 +74,8 @@ def generate(qtbot, window, frames=8, seed=0, text=None, timeout_ms=TIMEOUT_MS):
     window.sampling.seed.setValue(seed)
     if text:
         window.text.setPlainText(text)
-    with qtbot.waitSignal(window.controller.finished, timeout=timeout_ms) as blocker:
+    with qtbot.waitSignal(window.take_finished, timeout=timeout_ms) as blocker:
         assert window.generate()
-    qtbot.wait(20)   # the window's own finished handler has run
     return blocker.args[0]
 
 

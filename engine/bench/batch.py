@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from ..engine import Engine, Request, SamplingParams
-from ..reference.proc_stats import peak_rss_mb, reset_peak_rss
+from ..proc_stats import peak_rss_mb, reset_peak_rss
 from ..threads import available_cores, default_threads
 from .models import model_path_for
 from .text import BENCH_TEXT

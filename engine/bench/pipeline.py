@@ -12,7 +12,7 @@ import numpy as np
 from ..engine import Engine, SamplingParams
 from ..gguf_file import TypeMix
 from ..model_file import ModelFile
-from ..reference.proc_stats import peak_rss_mb, reset_peak_rss
+from ..proc_stats import peak_rss_mb, reset_peak_rss
 from ..threads import available_cores, default_threads
 from .compute import decoder_compute
 from .divergence import divergence

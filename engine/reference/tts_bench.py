@@ -12,9 +12,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import json
 import sys
 import time
+from pathlib import Path
 
 from decoder_bench import stub_unused_modules  # same folder
-from proc_stats import peak_rss_mb
+sys.path.append(str(Path(__file__).resolve().parents[1]))   # engine/: proc_stats (standard library only)
+from proc_stats import peak_rss_mb  # noqa: E402
 
 
 def main():

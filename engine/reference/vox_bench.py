@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from proc_stats import machine_busy_seconds, peak_rss_mb  # same folder
+sys.path.append(str(Path(__file__).resolve().parents[1]))   # engine/: proc_stats (standard library only)
+from proc_stats import machine_busy_seconds, peak_rss_mb  # noqa: E402
 
 
 def built_model(hf_dir: Path, cache: Path, version: str) -> Path:

@@ -1,5 +1,6 @@
-"""Process figures every benchmark script reports the same way (standard library only: imported by
-Kazeia and by the scripts other interpreters run from this folder)."""
+"""Process figures every measurement reports the same way: the workbench's peak memory per take, the
+benches, and the reference scripts other interpreters run from engine/reference/ (standard
+library only, so those can import it by path)."""
 import os
 import resource
 
