@@ -276,6 +276,9 @@ class MainWindow(QMainWindow):
         self.banner_text.setStyleSheet(f"color: {colors.error};")
         self.latency.apply_colors(colors)
         self.take_view.apply_colors(colors)
+        if self.touch:   # a style sheet keeps the palette its widgets were polished with: polish them again
+            touch.set_touch_style(self, False)
+            touch.set_touch_style(self, True)
 
     def set_touch(self, choice: str) -> None:
         """auto (a touch screen is present), on or off: hit targets and rows for a finger."""

@@ -16,15 +16,17 @@ import pytest
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 RUNNER = Path(__file__).parent / "workbench_at_size.py"
-# (name, screen, Qt scale factor, theme, expected arrangement)
-SIZES = [("portrait-800x1280", (800, 1280), 1, "light", "narrow"),
-         ("1024x768", (1024, 768), 1, "light", "narrow"),
-         ("1280x800", (1280, 800), 1, "light", "wide"),
-         ("1366x768", (1366, 768), 1, "light", "wide"),
-         ("1920x1080", (1920, 1080), 1, "light", "wide"),
-         ("hidpi-2560x1600-scale2", (2560, 1600), 2, "light", "wide"),
-         ("portrait-800x1280-dark", (800, 1280), 1, "dark", "narrow"),
-         ("1280x800-dark", (1280, 800), 1, "dark", "wide")]
+# (name, screen, Qt scale factor, theme, touch, expected arrangement)
+SIZES = [("portrait-800x1280", (800, 1280), 1, "light", "off", "narrow"),
+         ("1024x768", (1024, 768), 1, "light", "off", "narrow"),
+         ("1280x800", (1280, 800), 1, "light", "off", "wide"),
+         ("1366x768", (1366, 768), 1, "light", "off", "wide"),
+         ("1920x1080", (1920, 1080), 1, "light", "off", "wide"),
+         ("hidpi-2560x1600-scale2", (2560, 1600), 2, "light", "off", "wide"),
+         ("portrait-800x1280-dark", (800, 1280), 1, "dark", "off", "narrow"),
+         ("1280x800-dark", (1280, 800), 1, "dark", "off", "wide"),
+         ("portrait-800x1280-touch", (800, 1280), 1, "light", "on", "narrow"),
+         ("1280x800-touch", (1280, 800), 1, "dark", "on", "wide")]
 
 
 class Xvfb:
@@ -49,12 +51,13 @@ def xvfb_present():
         pytest.skip("Xvfb is not installed (scripts/setup.sh --test installs it)")
 
 
-@pytest.mark.parametrize("name,screen,scale,theme,arrangement", SIZES, ids=[s[0] for s in SIZES])
-def test_nothing_is_cut_at_any_size(xvfb_present, name, screen, scale, theme, arrangement, report):
+@pytest.mark.parametrize("name,screen,scale,theme,touch,arrangement", SIZES, ids=[s[0] for s in SIZES])
+def test_nothing_is_cut_at_any_size(xvfb_present, name, screen, scale, theme, touch, arrangement, report):
     server = Xvfb(*screen)
     try:
         env = {**os.environ, "DISPLAY": server.display, "QT_QPA_PLATFORM": "xcb", "QT_SCALE_FACTOR": str(scale)}
-        done = subprocess.run([sys.executable, str(RUNNER), str(ARTIFACTS), f"workbench-{name}", "--theme", theme],
+        done = subprocess.run([sys.executable, str(RUNNER), str(ARTIFACTS), f"workbench-{name}", "--theme", theme,
+                               "--touch", touch],
                               env=env, capture_output=True, text=True, timeout=300)
     finally:
         server.close()

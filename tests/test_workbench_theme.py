@@ -22,7 +22,9 @@ def test_both_palettes_have_readable_contrast(colors):
     assert theme.contrast(colors.wave, colors.base) >= 7.0
 
 
-def test_the_window_and_its_plots_switch_together(qtbot, window):
+@pytest.mark.parametrize("touch", ["off", "on"])
+def test_the_window_and_its_plots_switch_together(qtbot, window, touch):
+    window.set_touch(touch)   # (touch mode's style sheet must not keep the old palette)
     for colors in (theme.DARK, theme.LIGHT):
         window.set_theme(colors.name)
         qtbot.waitUntil(lambda: window.palette().color(QPalette.Window).name() == colors.window and
@@ -31,7 +33,7 @@ def test_the_window_and_its_plots_switch_together(qtbot, window):
             assert plot.backgroundBrush().color().name() == colors.base
         assert colors.error in window.banner.styleSheet()
         assert window.settings.value("view/theme") == colors.name
-        screenshot(window, f"workbench-theme-{colors.name}")
+        screenshot(window, f"workbench-theme-{colors.name}-touch-{touch}")
 
 
 def test_auto_follows_the_system_scheme(qtbot, window, monkeypatch):
@@ -52,6 +54,7 @@ def test_a_bad_setting_falls_back_to_auto(qtbot, workdir):
     settings.sync()
     w = make_window(qtbot, workdir)
     assert w.theme.choice == "auto" and w.settings.value("view/touch") == "auto"
+    assert any("touch setting 'sometimes'" in m for m in w.messages)
     with pytest.raises(ValueError, match="purple"):
         w.theme.set_choice("purple")
     assert w.theme.choice == "auto"

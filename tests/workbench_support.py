@@ -53,6 +53,8 @@ def workdir(tmp_path, monkeypatch):
 
 def make_window(qtbot, workdir, audio=None, model=None) -> MainWindow:
     settings = QSettings(str(workdir / "settings.ini"), QSettings.IniFormat)
+    if settings.value("view/touch") is None:   # (once a test made a touch screen, "auto" would find it)
+        settings.setValue("view/touch", "off")
     window = MainWindow(model, settings=settings, audio=audio or AudioOutput(), store=TakeStore(workdir / "data"))
     qtbot.addWidget(window)
     window.resize(1280, 800)
