@@ -1,6 +1,9 @@
-"""How two renderings of the same request differ: the audio (max abs difference, SNR of A against
-B - A) and the codes (identical, or the first frame where they part)."""
+"""Placement comparison: the same request rendered on placement A, then B, and how the two differ:
+the audio (max abs difference, SNR of A against B - A) and the codes (identical, or the first frame
+where they part)."""
 from __future__ import annotations
+
+import uuid
 
 import numpy as np
 
@@ -29,3 +32,33 @@ def difference_text(d: dict) -> str:
              else f"codes part at frame {d['first_divergent_frame']} (of {d['frames'][0]} / {d['frames'][1]})")
     snr = "identical audio (SNR inf)" if d["snr_db"] == float("inf") else f"SNR {d['snr_db']:.1f} dB"
     return f"{codes}; {snr}, max |B - A| {d['max_abs_diff']:.3g}"
+
+
+class PlacementComparison:
+    """A then B of one request: `first()` is A's request, each finished take goes to `step()`, which
+    answers B's request after A, and the pair with its difference after B."""
+
+    def __init__(self, request: dict, a: dict, b: dict):
+        self.group = uuid.uuid4().hex[:8]
+        self.request, self.placements = request, {"A": a, "B": b}
+        self.a_take = self.a_result = None
+
+    def tag(self, side: str) -> dict:
+        return {"compare": self.group, "side": side}
+
+    def first(self) -> tuple[dict, dict]:
+        return {**self.request, "placement": self.placements["A"]}, self.tag("A")
+
+    def owns(self, tag: dict) -> bool:
+        return tag.get("compare") == self.group
+
+    def step(self, take, result, tag: dict):
+        """("B", request, tag) after A; ("done", (a, b), difference) after B (both takes marked)."""
+        take.comparison = {"group": self.group, "side": tag["side"]}
+        if tag["side"] == "A":
+            self.a_take, self.a_result = take, result
+            return "B", {**self.request, "placement": self.placements["B"]}, self.tag("B")
+        difference = compare_results(self.a_result, result)
+        take.comparison.update(other=self.a_take.id, difference=difference)
+        self.a_take.comparison.update(other=take.id)
+        return "done", (self.a_take, take), difference

@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
-from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-import soundfile
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QIcon, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMenu,
@@ -28,9 +24,8 @@ from kazeia.resources import icon_path
 from . import theme, touch
 from .actions import COMMANDS, shortcut_lines
 from .audio_output import AudioOutput
-from .comparison import compare_results, difference_text
+from .comparison import PlacementComparison, difference_text
 from .controller import EngineController
-from .loudness import matched_gain
 from .panels.backend import BackendPanel, modes_help
 from .panels.compare import ComparePanel
 from .panels.latency import LatencyPanel
@@ -40,6 +35,7 @@ from .panels.takes import TakesPanel
 from .panels.transport import TransportBar
 from .panels.voice import VoicePanel
 from .panels.voice_library import VoiceLibraryPanel
+from .playback import Playback
 from .plots import TakeView
 from .takes import Take, TakeStore
 from .voices import AUDIO_SUFFIXES, VoiceLibrary
@@ -74,12 +70,10 @@ class MainWindow(QMainWindow):
         self._dirty = False
         self._ticks = 0
         self._live_playback = False
-        self._job: dict | None = None        # the request of the running take (a comparison reruns it)
-        self._compare: dict | None = None    # a running placement comparison
-        self.playing: Take | None = None
-        self.ab_pair: tuple[Take, Take] | None = None
+        self._comparison: PlacementComparison | None = None   # a running placement comparison
         self.messages: list[str] = []        # status history (Help > Messages)
         self.applied = None                  # placement and threads the engine has now (from the worker)
+        self.playback = Playback(self.audio, self.store, lambda: self.backend.has_output)
         self.theme = theme.Theme(str(self.settings.value("view/theme", "auto")))
         self.touch = False
         self._build()
@@ -191,14 +185,16 @@ class MainWindow(QMainWindow):
         tr.generate_button.clicked.connect(lambda: self.generate())
         tr.stop_button.clicked.connect(self.stop)
         tr.play_button.clicked.connect(self.toggle_play)
+        self.playback.status.connect(lambda message: self.show_status(message, 5000))
+        self.playback.error.connect(self.show_error)
         tr.ab_button.clicked.connect(self.ab_or_switch)
         self.take_view.seek_requested.connect(self.seek)
         t = self.takes
         t.selection_changed.connect(self._show_selected)
-        t.play_requested.connect(self.play_take)
+        t.play_requested.connect(self.playback.play_take)
         t.ab_requested.connect(self.start_ab)
         t.restore_requested.connect(self.restore_take)
-        t.removing.connect(lambda take: self.playing is take and self.stop_playback())
+        t.removing.connect(lambda take: self.playback.playing is take and self.playback.stop())
         t.status.connect(lambda message: self.show_status(message, 5000))
         t.error.connect(self.show_error)
         self.compare.compare_requested.connect(self.compare_placements)
@@ -211,7 +207,7 @@ class MainWindow(QMainWindow):
         s = self.script
         s.render_requested.connect(self.render_script)
         s.stop_requested.connect(self.controller.cancel)
-        s.play_requested.connect(self.play_file)
+        s.play_requested.connect(self.playback.play_file)
         self._text_save = QTimer(self)   # the text is saved a second after typing stops
         self._text_save.setSingleShot(True)
         self._text_save.setInterval(1000)
@@ -221,7 +217,7 @@ class MainWindow(QMainWindow):
     def _commands(self) -> dict:
         return {"open": self._open_dialog, "open_demo": lambda: self.load_model(None),
                 "export": lambda: self.takes.export_selected(), "quit": self.close, "generate": lambda: self.generate(),
-                "stop": self.stop, "play": self.toggle_play, "ab": self.start_ab, "switch_ab": self.switch_ab,
+                "stop": self.stop, "play": self.toggle_play, "ab": self.start_ab, "switch_ab": self.playback.switch_ab,
                 "compare": self.compare_current, "restore": lambda: self.restore_take(self.takes.current()),
                 "rename": self.takes.rename_current, "delete": self.takes.delete_selected,
                 "new_voice": self.library.new_from_audio,
@@ -432,16 +428,11 @@ class MainWindow(QMainWindow):
         except ValueError as e:
             self.show_error(str(e))
             return None
-        self._job = dict(job)
-        profile_name = job.pop("voice_profile_name", None)
+        self.live = Take.for_request(job, str(self.info.path), self.info.sample_rate)
+        job.pop("voice_profile_name", None)
         sampling = job["sampling"]
-        recorded = {k: job[k] for k in ("speaker", "language", "instruct", "streaming_text")}
-        recorded["voice_profile"] = profile_name
-        self.live = Take(id=TakeStore.new_id(), created=time.time(), text=job["text"], model=str(self.info.path),
-                         request=recorded, sampling=asdict(sampling), placement=dict(job["placement"]),
-                         threads=job["threads"], timings={}, stop_reason="", sample_rate=self.info.sample_rate)
         self._live_timings = None
-        self.stop_playback()
+        self.playback.stop()
         self._live_playback = self.sampling.play_live.isChecked() and self.backend.has_output
         if self._live_playback:
             try:
@@ -499,26 +490,15 @@ class MainWindow(QMainWindow):
         self.generate_button.setEnabled(self.info is not None)
         self.show_error(message)
 
-    def play_file(self, path: str) -> None:
-        if not self.backend.has_output or not self.audio.available:
-            self.show_status(self.audio.reason or "no audio output", 5000)
-            return
-        try:
-            audio, _ = soundfile.read(path, dtype="float32")
-            self.stop_playback()
-            self.audio.play(audio)
-        except Exception as e:
-            self.show_error(f"cannot play {path}: {e}")
-
     def stop(self) -> None:
         if self.controller.rendering:   # Esc stops a script render too
             self.controller.cancel()
             return
         if self.controller.busy:
-            self._compare = None   # a stopped comparison does not go on to B
+            self._comparison = None   # a stopped comparison does not go on to B
             self.controller.cancel()
         else:
-            self.stop_playback()
+            self.playback.stop()
 
     def _on_started(self, ran) -> None:
         if self.live is not None:   # the take records what runs, not what the combo boxes say
@@ -557,15 +537,7 @@ class MainWindow(QMainWindow):
         if take is None:
             return
         t = result.timings
-        take.placement, take.threads, take.peak_memory_mb = dict(ran.placement), ran.threads, round(ran.peak_memory_mb, 1)
-        take.audio = result.audio
-        take.stop_reason = result.stop_reason
-        take.where = stage_lines(result.placement_report)
-        take.timings = {"prefill_ms": t.prefill_ms, "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "frames": t.frames,
-                        "frame_seconds": t.frame_seconds, "talker_ms": t.mean_ms("talker"),
-                        "code_predictor_ms": t.mean_ms("code_predictor"), "decoder_ms": t.mean_ms("decoder")}
-        take.frame_ms = {s: [round(v, 3) for v in getattr(t, f"{s}_ms")] for s in ("talker", "code_predictor",
-                                                                                    "decoder")}
+        take.record(result, ran, stage_lines(result.placement_report))
         self.clear_error()
         self.take_view.flush(final=True)
         self.take_view.shown = take.id   # (selecting it next does not draw it again)
@@ -578,7 +550,7 @@ class MainWindow(QMainWindow):
         self.latency.show_take(take)
         self.latency.show_where(take.where, silent_cpu_stages(result.placement_report))
         self.show_status(f"done: {t.frames} frames, stopped by {result.stop_reason}", 5000)
-        if ran.tag.get("compare"):
+        if self._comparison is not None and self._comparison.owns(ran.tag):
             self._compare_step(take, result, ran.tag)
         self.take_finished.emit(result)
 
@@ -587,7 +559,7 @@ class MainWindow(QMainWindow):
         self.stop_button.setEnabled(False)
         self.audio.stop()
         self.live = None
-        self._compare = None
+        self._comparison = None
         self.latency.title.setText("")
         self.show_error(message)
 
@@ -595,44 +567,36 @@ class MainWindow(QMainWindow):
     def compare_current(self) -> None:
         self.compare_placements(self.compare.placement("A"), self.compare.placement("B"))
 
-    def compare_placements(self, a: dict, b: dict) -> bool:
+    def compare_placements(self, a: dict, b: dict):
         """Renders the current request on placement A, then on B (same text, voice and seed)."""
         if self.info is None or self.controller.busy:
-            return False
+            return None
         try:
-            job = self.job()
+            request = self.job()
         except ValueError as e:
             self.show_error(str(e))
-            return False
-        group = uuid.uuid4().hex[:8]
-        self._compare = {"group": group, "job": job, "b": b, "a_take": None, "a_result": None}
+            return None
+        self._comparison = PlacementComparison(request, a, b)
         self.workspace.show_page(self.compare)
         self.compare.show_progress("rendering A ...")
-        return self.generate({**job, "placement": a}, tag={"compare": group, "side": "A"})
+        return self.generate(*self._comparison.first())
 
     def _compare_step(self, take: Take, result, tag: dict) -> None:
-        c = self._compare
-        if c is None or c["group"] != tag["compare"]:
-            return
-        take.comparison = {"group": c["group"], "side": tag["side"]}
-        if tag["side"] == "A":
-            c["a_take"], c["a_result"] = take, result
+        step = self._comparison.step(take, result, tag)
+        if step[0] == "B":
             self.compare.show_progress("rendering B ...")
-            self.generate({**c["job"], "placement": c["b"]}, tag={"compare": c["group"], "side": "B"})
+            self.generate(step[1], tag=step[2])
             return
-        a = c["a_take"]
-        difference = compare_results(c["a_result"], result)
-        take.comparison.update(other=a.id, difference=difference)
-        a.comparison.update(other=take.id)
+        _, (a, b), difference = step
         self.store.save()
-        self._compare = None
-        self.ab_pair = (a, take)
-        self.compare.show_pair(a, take)
+        self._comparison = None
+        self.playback.ab_pair = (a, b)
+        self.compare.show_pair(a, b)
         self.show_status(f"compared: {difference_text(difference)}", 8000)
 
     def listen_comparison(self) -> None:
-        if self.ab_pair is not None:
-            self._play_ab(*self.ab_pair)
+        if self.playback.ab_pair is not None:
+            self._play_ab(*self.playback.ab_pair)
 
     # ---- takes -------------------------------------------------------------------------------
     def _show_selected(self, take) -> None:
@@ -645,32 +609,13 @@ class MainWindow(QMainWindow):
         self.latency.show_take(take)
 
     def toggle_play(self) -> None:
-        if self.audio.playing:
-            self.stop_playback()
-            return
-        take = self.takes.current()
-        if take is not None:
-            self.play_take(take)
-
-    def play_take(self, take: Take, start: int = 0, gain: float = 1.0) -> None:
-        if not self.backend.has_output or not self.audio.available:
-            self.show_status(self.audio.reason or "no audio output", 5000)
-            return
-        try:
-            self.audio.play(self.store.audio(take) * np.float32(gain), start=start)
-            self.playing = take
-        except Exception as e:
-            self.show_error(f"playback failed: {e}")
+        self.playback.toggle(self.takes.current())
 
     def seek(self, seconds: float) -> None:
         """Click on the waveform: play the shown take from there."""
         take = self.takes.current()
         if take is not None:
-            self.play_take(take, start=int(seconds * take.sample_rate))
-
-    def stop_playback(self) -> None:
-        self.audio.stop()
-        self.playing = None
+            self.playback.play_take(take, start=int(seconds * take.sample_rate))
 
     def start_ab(self) -> None:
         takes = self.takes.selected()
@@ -680,28 +625,13 @@ class MainWindow(QMainWindow):
         self._play_ab(*takes)
 
     def _play_ab(self, a: Take, b: Take) -> None:
-        self.ab_pair = (a, b)
-        self.takes.ab_label.setText(f"A: {a.label} ({a.voice}, seed {a.sampling.get('seed')})\n"
-                                    f"B: {b.label} ({b.voice}, seed {b.sampling.get('seed')})\nB switches.")
-        self.play_take(a, gain=self._gain(a))
-
-    def switch_ab(self) -> None:
-        """Switches between A and B at the same position."""
-        if self.ab_pair is None:
-            return
-        a, b = self.ab_pair
-        other = b if self.playing is a else a
-        self.play_take(other, start=self.audio.position, gain=self._gain(other))
-
-    def _gain(self, take: Take) -> float:
-        if not self.takes.match_loudness.isChecked() or self.ab_pair is None:
-            return 1.0
-        return matched_gain(self.store.audio(take), take.sample_rate)
+        self.playback.match_loudness = self.takes.match_loudness.isChecked()
+        self.takes.ab_label.setText(self.playback.start_ab(a, b))
 
     def ab_or_switch(self) -> None:
         """The A/B button: switches while an A/B pair plays, else starts one with the two selected."""
-        if self.ab_pair is not None and self.playing in self.ab_pair and self.audio.playing:
-            self.switch_ab()
+        if self.playback.pair_playing():
+            self.playback.switch_ab()
         else:
             self.start_ab()
 
@@ -748,8 +678,7 @@ class MainWindow(QMainWindow):
         self.controller.submit(job)
 
     def _on_preview(self, audio) -> None:
-        if self.backend.has_output and self.audio.available:
-            self.audio.play(audio)
+        self.playback.play_audio(audio)
         self.show_status(f"preview: {len(audio) / self.info.sample_rate:.1f} s", 4000)
         self.preview_played.emit(audio)
 

@@ -12,6 +12,7 @@ import numpy as np
 import soundfile
 
 from kazeia.engine.atomic import atomic_path
+from kazeia.engine.placement import STAGES
 from kazeia.engine.user_dirs import data_dir
 
 
@@ -53,6 +54,26 @@ class Take:
     def seconds(self) -> float:
         return len(self.audio) / self.sample_rate if self.audio is not None else \
             self.timings.get("frames", 0) * self.timings.get("frame_seconds", 0.08)
+
+    @classmethod
+    def for_request(cls, request: dict, model: str, sample_rate: int) -> "Take":
+        """A take about to run: what was asked (a window's request: text, voice, sampling, placement,
+        threads; voice_profile_name is the profile's name, not its path)."""
+        recorded = {k: request.get(k) for k in ("speaker", "language", "instruct", "streaming_text")}
+        recorded["voice_profile"] = request.get("voice_profile_name")
+        return cls(id=TakeStore.new_id(), created=time.time(), text=request["text"], model=model, request=recorded,
+                   sampling=asdict(request["sampling"]), placement=dict(request["placement"]),
+                   threads=request["threads"], timings={}, stop_reason="", sample_rate=sample_rate)
+
+    def record(self, result, ran, where: dict) -> None:
+        """What the take ran with and what it cost (the engine's Result and Ran, not the widgets)."""
+        t = result.timings
+        self.placement, self.threads, self.peak_memory_mb = dict(ran.placement), ran.threads, round(ran.peak_memory_mb, 1)
+        self.audio, self.stop_reason, self.where = result.audio, result.stop_reason, where
+        self.timings = {"prefill_ms": t.prefill_ms, "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "frames": t.frames,
+                        "frame_seconds": t.frame_seconds, "talker_ms": t.mean_ms("talker"),
+                        "code_predictor_ms": t.mean_ms("code_predictor"), "decoder_ms": t.mean_ms("decoder")}
+        self.frame_ms = {s: [round(v, 3) for v in getattr(t, f"{s}_ms")] for s in STAGES}
 
     @classmethod
     def from_json(cls, d: dict) -> "Take":

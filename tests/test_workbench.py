@@ -229,8 +229,8 @@ def test_compare_placements_makes_two_takes_with_their_difference(qtbot, window)
     window.sampling.seed.setValue(5)
     before = len(window.store.takes)
     window.compare_current()
-    qtbot.waitUntil(lambda: window.ab_pair is not None, timeout=ACCEL_TIMEOUT_MS)
-    a, b = window.ab_pair
+    qtbot.waitUntil(lambda: window.playback.ab_pair is not None, timeout=ACCEL_TIMEOUT_MS)
+    a, b = window.playback.ab_pair
     assert len(window.store.takes) == before + 2
     assert a.placement == ALL_CPU and b.placement == ALL_SCHED and a.sampling["seed"] == b.sampling["seed"] == 5
     d = b.comparison["difference"]
@@ -387,18 +387,18 @@ def test_ab_switches_between_two_takes(qtbot, workdir):
     generate(qtbot, w, frames=30, seed=2)
     w.takes.table.selectAll()
     w.start_ab()
-    first = w.playing
-    assert first is not None and w.ab_pair is not None
+    first = w.playback.playing
+    assert first is not None and w.playback.ab_pair is not None
     qtbot.wait(50)
-    w.switch_ab()
-    assert w.playing is not first and w.playing in w.ab_pair
-    w.switch_ab()
-    assert w.playing is first
+    w.playback.switch_ab()
+    assert w.playback.playing is not first and w.playback.playing in w.playback.ab_pair
+    w.playback.switch_ab()
+    assert w.playback.playing is first
     assert "A:" in w.takes.ab_label.text() and "B:" in w.takes.ab_label.text()
     w.takes.select(w.store.takes[-1])
     w.take_view.seek_requested.emit(0.5)   # a click on the waveform seeks there
-    assert w.playing is not None and audio.position >= int(0.5 * 24000)
-    w.stop_playback()
+    assert w.playback.playing is not None and audio.position >= int(0.5 * 24000)
+    w.playback.stop()
     w.controller.shutdown()
 
 
@@ -410,7 +410,7 @@ def test_playback_reaches_the_audio_device(qtbot, workdir):
     take = w.store.takes[-1]
     w.takes.select(take)
     w.toggle_play()
-    assert w.playing is take, w.messages[-1:]
+    assert w.playback.playing is take, w.messages[-1:]
     qtbot.waitUntil(lambda: audio.position >= len(w.store.audio(take)), timeout=30_000)
     qtbot.waitUntil(lambda: not audio.playing, timeout=30_000)
     audio.stop()
@@ -433,7 +433,7 @@ def test_the_limiter_keeps_captured_playback_within_full_scale(qtbot, workdir):
                             sample_rate=24000, audio=loud))
     w.takes.refresh(select=take)
     w.toggle_play()
-    assert w.playing is take, w.messages[-1:]
+    assert w.playback.playing is take, w.messages[-1:]
     qtbot.waitUntil(lambda: audio.position >= len(loud), timeout=30_000)
     qtbot.waitUntil(lambda: not audio.playing, timeout=30_000)
     audio.stop()

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("PySide6")
+from PySide6.QtGui import QImage  # noqa: E402
+
 ARTIFACTS = Path(__file__).parent / "artifacts"
 RUNNER = Path(__file__).parent / "workbench_at_size.py"
 # (name, screen, Qt scale factor, theme, touch, expected arrangement)
@@ -72,5 +75,7 @@ def test_nothing_is_cut_at_any_size(xvfb_present, name, screen, scale, theme, to
     assert not problems, "\n".join(problems)
     for shot in result["screenshots"]:
         assert Path(shot).stat().st_size > 20_000
+        image = QImage(shot)   # drawn at the screen's own pixels: sharp on HiDPI
+        assert (image.width(), image.height()) == screen, (shot, image.width(), image.height())
     report(f"workbench {name}: {result['arrangement']}, window {result['window']}, minimum {result['minimum']}, "
            f"nothing cut on any page")

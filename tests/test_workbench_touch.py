@@ -117,8 +117,8 @@ def test_a_tap_plays_a_take_and_a_long_press_opens_its_actions(qtbot, workdir, m
     qtbot.wait(50)
     row1 = table.visualRect(w.takes.proxy.index(1, 0)).center()
     tap(table.viewport(), row1)
-    assert w.playing is not None and w.playing is w.takes.current()
-    tapped = w.playing
+    assert w.playback.playing is not None and w.playback.playing is w.takes.current()
+    tapped = w.playback.playing
     tap(w.transport.play_button)   # the transport's play stops it
     assert not audio.playing
     # a long press: the take's actions, acting on that take
@@ -133,7 +133,7 @@ def test_a_tap_plays_a_take_and_a_long_press_opens_its_actions(qtbot, workdir, m
     next(a for a in menu.actions() if a.text() == "Rename...").trigger()
     menu.close()
     assert w.takes.current().name == "renamed by finger"
-    w.stop_playback()
+    w.playback.stop()
     w.controller.shutdown()
 
 
@@ -144,12 +144,12 @@ def test_ab_by_finger_switches_at_the_same_position(qtbot, workdir):
     generate(qtbot, w, frames=40, seed=2)
     w.takes.table.selectAll()
     tap(w.transport.ab_button)
-    first = w.playing
-    assert first is not None and w.ab_pair is not None
+    first = w.playback.playing
+    assert first is not None and w.playback.ab_pair is not None
     qtbot.wait(200)
     tap(w.transport.ab_button)   # while the pair plays: switch
-    assert w.playing is not first and w.playing in w.ab_pair and audio.position > 0
-    w.stop_playback()
+    assert w.playback.playing is not first and w.playback.playing in w.playback.ab_pair and audio.position > 0
+    w.playback.stop()
     w.controller.shutdown()
 
 
@@ -200,7 +200,7 @@ def test_tables_scroll_by_dragging(qtbot, touch_window):
     viewport = table.viewport()
     drag(viewport, QPoint(viewport.width() // 2, viewport.height() - 10), QPoint(viewport.width() // 2, 10))
     qtbot.waitUntil(lambda: bar.value() > 0, timeout=3000)
-    assert w.playing is None   # a drag is not a tap
+    assert w.playback.playing is None   # a drag is not a tap
 
 
 def test_what_the_tooltips_say_is_a_tap_away(qtbot, touch_window):

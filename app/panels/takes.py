@@ -46,7 +46,7 @@ def take_details(take) -> str:
              f"text: {take.text[:300]}",
              f"voice: {take.voice}, language {r.get('language') or 'auto'}",
              f"seed {s.get('seed')}, {sampling}, max frames {s.get('max_frames') or 'auto'}",
-             f"placement: " + ", ".join(f"{stage.replace('_', ' ')} {take.placement.get(stage, '?')}"
+             "placement: " + ", ".join(f"{stage.replace('_', ' ')} {take.placement.get(stage, '?')}"
                                         for stage in STAGES) + f"; {take.threads} threads",
              f"{t.get('frames', 0)} frames, {take.seconds:.2f} s, stopped: {stop_text(take.stop_reason)}; "
              f"TTFA {t.get('ttfa_ms', 0):.0f} ms, prefill {t.get('prefill_ms', 0):.0f} ms, RTF {t.get('rtf', 0):.2f}",
