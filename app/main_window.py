@@ -142,7 +142,8 @@ class MainWindow(QMainWindow):
         self.compose.setWidgetResizable(True)
         self.compose.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         # never narrower than what it holds: with no horizontal scroll bar, narrower would cut it
-        self.compose.setMinimumWidth(compose.minimumSizeHint().width() + self.compose.verticalScrollBar().sizeHint().width() + 4)
+        scroll_bar = self.compose.verticalScrollBar().sizeHint().width()
+        self.compose.setMinimumWidth(compose.minimumSizeHint().width() + scroll_bar + 4)
 
         live = QWidget()
         cv = QVBoxLayout(live)
@@ -268,7 +269,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("view/theme", choice)
 
     def _apply_colors(self, colors) -> None:
-        self.banner.setStyleSheet(f"#banner {{ background: {colors.error_background}; border: 1px solid {colors.error}; }}")
+        self.banner.setStyleSheet(f"#banner {{ background: {colors.error_background}; "
+                                  f"border: 1px solid {colors.error}; }}")
         self.banner_text.setStyleSheet(f"color: {colors.error};")
         self.latency.apply_colors(colors)
         self.take_view.apply_colors(colors)

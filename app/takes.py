@@ -68,7 +68,8 @@ class Take:
     def record(self, result, ran, where: dict) -> None:
         """What the take ran with and what it cost (the engine's Result and Ran, not the widgets)."""
         t = result.timings
-        self.placement, self.threads, self.peak_memory_mb = dict(ran.placement), ran.threads, round(ran.peak_memory_mb, 1)
+        self.placement, self.threads = dict(ran.placement), ran.threads
+        self.peak_memory_mb = round(ran.peak_memory_mb, 1)
         self.audio, self.stop_reason, self.where = result.audio, result.stop_reason, where
         self.timings = {"prefill_ms": t.prefill_ms, "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "frames": t.frames,
                         "frame_seconds": t.frame_seconds, "talker_ms": t.mean_ms("talker"),

@@ -15,8 +15,8 @@ pytest=(.venv/bin/python -m pytest -p no:cacheprovider)
 
 # 1. CPU only (a Vulkan build lists no device until GGML_VK_VISIBLE_DEVICES admits lavapipe)
 if command -v xvfb-run >/dev/null; then
-  xvfb-run -a -s "-screen 0 1280x800x24" env QT_QPA_PLATFORM=xcb "${pytest[@]}" tests/test_workbench.py \
-    tests/test_workbench_touch.py -q
+  xvfb-run -a -s "-screen 0 1280x800x24" env QT_QPA_PLATFORM=xcb "${pytest[@]}" -q \
+    $(ls tests/test_workbench*.py | grep -v _layout)   # (the size test starts X servers of its own)
 else
   echo "xvfb-run missing: the X11 pass of the workbench tests is skipped" >&2
 fi
@@ -42,4 +42,4 @@ fi
 eval "$(bash scripts/vulkan_deps.sh lavapipe)"
 .venv/bin/kazeia devices | grep -q '^Vulkan0' || { echo "lavapipe is not visible to ggml" >&2; .venv/bin/kazeia devices; exit 1; }
 echo "== Vulkan pass (lavapipe; the first run compiles ggml's pipelines with LLVM, cached in $MESA_SHADER_CACHE_DIR)"
-"${pytest[@]}" tests/test_placement.py tests/test_workbench.py -ra -k "placement or accel" "$@"
+"${pytest[@]}" tests/test_placement.py tests/test_workbench*.py -ra -k "placement or accel" "$@"

@@ -9,7 +9,7 @@ from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractScrollArea, QAbstractSpinBox,
                                QCheckBox, QComboBox, QGroupBox, QHeaderView, QLabel, QLineEdit,
                                QMenuBar, QPushButton, QRadioButton, QScrollBar, QStyle, QStyleOptionButton,
-                               QStyleOptionComboBox, QTabBar, QToolButton, QWidget)
+                               QStyleOptionComboBox, QTabBar, QWidget)
 
 SLACK = 1   # px of rounding
 
@@ -166,7 +166,8 @@ def _cut(w: QWidget, window: QWidget) -> str | None:
         if isinstance(area, QAbstractScrollArea) and area.viewport() is parent:
             if area.horizontalScrollBarPolicy() == Qt.ScrollBarAlwaysOff and \
                     (rect.left() < outer.left() - SLACK or rect.right() > outer.right() + SLACK):
-                return f"{rect.width()} px wide, cut at the sides by a {outer.width()} px view that cannot scroll sideways"
+                return (f"{rect.width()} px wide, cut at the sides by a {outer.width()} px view that cannot "
+                        "scroll sideways")
             return None   # the rest scrolls
         if not outer.adjusted(-SLACK, -SLACK, SLACK, SLACK).contains(rect):
             shown = outer.intersected(rect)

@@ -8,7 +8,8 @@ pytest.importorskip("PySide6")
 from PySide6.QtGui import QPalette  # noqa: E402
 
 from kazeia.app import theme  # noqa: E402
-from workbench_support import make_window, screenshot, window, workdir  # noqa: E402,F401
+from workbench_support import make_window, screenshot  # noqa: E402
+from workbench_support import window, workdir  # noqa: E402,F401 (fixtures)
 
 
 @pytest.mark.parametrize("colors", [theme.LIGHT, theme.DARK], ids=["light", "dark"])

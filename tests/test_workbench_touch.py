@@ -16,7 +16,8 @@ from PySide6.QtWidgets import (QAbstractButton, QApplication, QComboBox, QFileDi
 from kazeia.app.takes import Take  # noqa: E402
 from kazeia.app.touch import HIT_TARGET, LONG_PRESS_MS  # noqa: E402
 from workbench_support import (ALL_CPU, TIMEOUT_MS, RealTimePacedStream, capture_window, generate,  # noqa: E402
-                               make_window, screenshot, workdir)
+                               make_window, screenshot)
+from workbench_support import workdir  # noqa: E402,F401 (fixtures)
 
 _DEVICE = None
 

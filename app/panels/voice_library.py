@@ -38,7 +38,8 @@ class VoiceLibraryPanel(Panel):
         layout.addWidget(self.table, 1)
         row = QHBoxLayout()
         self.new_button, self.rename_button, self.delete_button, self.preview_button = (
-            QPushButton("New from audio..."), QPushButton("Rename..."), QPushButton("Delete..."), QPushButton("Preview"))
+            QPushButton("New from audio..."), QPushButton("Rename..."), QPushButton("Delete..."),
+            QPushButton("Preview"))
         for b in (self.new_button, self.rename_button, self.delete_button, self.preview_button):
             row.addWidget(b)
         layout.addLayout(row)
