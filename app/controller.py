@@ -7,7 +7,6 @@ the placement and threads it actually ran with."""
 from __future__ import annotations
 
 import threading
-import time
 import traceback
 from dataclasses import dataclass, field
 from functools import partial
@@ -198,7 +197,6 @@ class EngineController(QObject):
         self.take: Job | None = None     # the take queued or running
         self.script: Job | None = None   # the script rendering (takes wait for it)
         self.loading = False
-        self.started_at = 0.0
 
     @property
     def busy(self) -> bool:
@@ -231,7 +229,6 @@ class EngineController(QObject):
             return None
         job = Job("take", partial(_take, request=dict(request)))
         self.take = job
-        self.started_at = time.perf_counter()
         job.finished.connect(self._take_ended)
         job.failed.connect(self._take_ended)
         return job

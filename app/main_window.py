@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QInputDialog, Q
                                QMessageBox, QPlainTextEdit, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
 from kazeia.engine.gguf_file import FILE_TYPES
-from kazeia.engine.placement import silent_cpu_stages, stage_lines
+from kazeia.engine.placement import silent_cpu_stages
 from kazeia.resources import icon_path
 
 from . import theme, touch
@@ -35,6 +35,7 @@ from .panels.takes import TakesPanel
 from .panels.transport import TransportBar
 from .panels.voice import VoicePanel
 from .panels.voice_library import VoiceLibraryPanel
+from .live_take import LiveTake
 from .playback import Playback
 from .plots import TakeView
 from .takes import Take, TakeStore
@@ -65,11 +66,6 @@ class MainWindow(QMainWindow):
         self.store = store or TakeStore()
         self.voices = VoiceLibrary(self.store.folder.parent)
         self.info = None
-        self.live: Take | None = None        # the take being generated
-        self._live_timings = None
-        self._dirty = False
-        self._ticks = 0
-        self._live_playback = False
         self._comparison: PlacementComparison | None = None   # a running placement comparison
         self.messages: list[str] = []        # status history (Help > Messages)
         self.applied = None                  # placement and threads the engine has now (from the worker)
@@ -77,6 +73,7 @@ class MainWindow(QMainWindow):
         self.theme = theme.Theme(str(self.settings.value("view/theme", "auto")))
         self.touch = False
         self._build()
+        self.live = LiveTake(self.latency, self.take_view, self.audio)
         self.controller = EngineController(self)   # after the widgets: its thread must not outlive a failed build
         self._connect()
         self._menus()
@@ -430,33 +427,25 @@ class MainWindow(QMainWindow):
         except ValueError as e:
             self.show_error(str(e))
             return None
-        self.live = Take.for_request(job, str(self.info.path), self.info.sample_rate)
-        job.pop("voice_profile_name", None)
-        sampling = job["sampling"]
-        self._live_timings = None
-        self.playback.stop()
-        self._live_playback = self.sampling.play_live.isChecked() and self.backend.has_output
-        if self._live_playback:
-            try:
-                frames = sampling.max_frames or 8191
-                self.audio.begin_stream(frames * self.info.hparams["decoder"]["samples_per_frame"])
-            except Exception as e:
-                self._live_playback = False
-                self.show_status(f"live playback off: {e}", 5000)
-        take = self.controller.generate({**job, "tag": tag or {}})
+        take = self.controller.generate({**{k: v for k, v in job.items() if k != "voice_profile_name"},
+                                         "tag": tag or {}})
         if take is None:
-            self.live = None
             return None
+        self.playback.stop()
+        play_live = self.sampling.play_live.isChecked() and self.backend.has_output
+        frames = job["sampling"].max_frames or 8191
+        why = self.live.begin(Take.for_request(job, str(self.info.path), self.info.sample_rate), play_live,
+                              frames * self.info.hparams["decoder"]["samples_per_frame"])
+        if why:
+            self.show_status(why, 5000)
         take.started.connect(self._on_started)
         take.progress.connect(self._on_chunk)
         take.finished.connect(self._on_finished)
         take.failed.connect(self._on_take_failed)
-        self.take_view.clear(self.info.sample_rate)
         if self.workspace.arrangement == "narrow" and not tag:
             self.workspace.show_page(self.workspace.live)
         self.generate_button.setEnabled(False)
         self.stop_button.setEnabled(True)
-        self.latency.title.setText("starting ...")
         return self.controller.submit(take)
 
     def render_script(self, request: dict):
@@ -503,25 +492,13 @@ class MainWindow(QMainWindow):
             self.playback.stop()
 
     def _on_started(self, ran) -> None:
-        if self.live is not None:   # the take records what runs, not what the combo boxes say
-            self.live.placement, self.live.threads = dict(ran.placement), ran.threads
+        self.live.started(ran)
 
     def _on_chunk(self, chunk) -> None:
-        """Per chunk only copies; drawing waits for the display timer."""
-        if self._live_playback:
-            self.audio.append(chunk.audio)
-        self.take_view.append(chunk.audio)
-        self._live_timings = chunk.timings
-        self._dirty = True
+        self.live.chunk(chunk)
 
     def _display_tick(self) -> None:
-        self._ticks += 1
-        if self._live_timings is not None and self.live is not None:
-            if self._ticks % 2 == 0 and self._dirty:
-                self._dirty = False
-                self.latency.show_live(self._live_timings, time.perf_counter() - self.controller.started_at)
-            elif self._ticks % 2 == 1:
-                self.take_view.flush()
+        self.live.tick()
         if self.audio.playing:
             self.take_view.set_playhead(self.audio.position)
             self.backend.meter.show_level(self.audio.meter()[0], self.audio.level.limited_db)
@@ -532,17 +509,11 @@ class MainWindow(QMainWindow):
         result, ran = outcome.result, outcome.ran
         self.generate_button.setEnabled(True)
         self.stop_button.setEnabled(False)
-        self._dirty = False
-        if self._live_playback:
-            self.audio.end_stream()
-        take, self.live = self.live, None
+        take = self.live.finish(outcome)
         if take is None:
             return
         t = result.timings
-        take.record(result, ran, stage_lines(result.placement_report))
         self.clear_error()
-        self.take_view.flush(final=True)
-        self.take_view.shown = take.id   # (selecting it next does not draw it again)
         if t.frames:
             try:
                 self.store.add(take)
@@ -559,10 +530,8 @@ class MainWindow(QMainWindow):
     def _on_take_failed(self, message: str) -> None:
         self.generate_button.setEnabled(self.info is not None)
         self.stop_button.setEnabled(False)
-        self.audio.stop()
-        self.live = None
+        self.live.fail()
         self._comparison = None
-        self.latency.title.setText("")
         self.show_error(message)
 
     # ---- placement comparison ----------------------------------------------------------------
@@ -603,7 +572,7 @@ class MainWindow(QMainWindow):
     # ---- takes -------------------------------------------------------------------------------
     def _show_selected(self, take) -> None:
         self.takes.show_details(take)
-        if take is None or self.live is not None:   # a running take keeps the live view
+        if take is None or self.live.running:   # a running take keeps the live view
             return
         if self.take_view.shown != take.id:
             self.take_view.show_audio(self.store.audio(take), take.sample_rate)
