@@ -57,7 +57,6 @@ class Job(QObject):
         self.cancelled = threading.Event()
         self._lock = threading.Lock()
         self.stream = None         # a take's running stream (cancel reaches it)
-        self.done = False
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -75,10 +74,8 @@ class Job(QObject):
         try:
             result = self._work(worker, self)
         except Exception as e:   # nothing the engine raises may take the GUI down
-            self.done = True
             self.failed.emit(_message(e))
             return
-        self.done = True
         self.finished.emit(result)
 
 
@@ -225,24 +222,18 @@ class EngineController(QObject):
         """request: text, speaker, language, instruct, voice_profile (a path), streaming_text,
         sampling, placement, threads, tag. None when no model is loaded, a take is already running
         or a script is rendering."""
-        if self.engine is None or self.busy or self.loading or self.rendering:
+        if not self._idle():
             return None
-        job = Job("take", partial(_take, request=dict(request)))
-        self.take = job
-        job.finished.connect(self._take_ended)
-        job.failed.connect(self._take_ended)
-        return job
+        self.take = self._until_done(Job("take", partial(_take, request=dict(request))), self._take_ended)
+        return self.take
 
     def render_script(self, request: dict) -> Job | None:
         """request: script, out_dir, fmt, batch, ids (None: every line). None while a take or
         another script runs, or no model is loaded."""
-        if self.engine is None or self.busy or self.rendering or self.loading:
+        if not self._idle():
             return None
-        job = Job("script", partial(_script, request=dict(request)))
-        self.script = job
-        job.finished.connect(self._script_ended)
-        job.failed.connect(self._script_ended)
-        return job
+        self.script = self._until_done(Job("script", partial(_script, request=dict(request))), self._script_ended)
+        return self.script
 
     def create_voice(self, name: str, audio_path: str, transcript: str | None, out_path: Path) -> Job:
         return Job("voice", partial(_voice, name=name, audio_path=str(audio_path), transcript=transcript,
@@ -250,6 +241,16 @@ class EngineController(QObject):
 
     def preview(self, profile_path: Path, language: str = "auto") -> Job:
         return Job("preview", partial(_preview, profile_path=str(profile_path), language=language))
+
+    def _idle(self) -> bool:
+        """A model is loaded and no take, script or load holds the worker."""
+        return self.engine is not None and not (self.busy or self.rendering or self.loading)
+
+    @staticmethod
+    def _until_done(job: Job, ended) -> Job:
+        job.finished.connect(ended)
+        job.failed.connect(ended)
+        return job
 
     def submit(self, job: Job) -> Job:
         self.submitted.emit(job)
