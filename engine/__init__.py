@@ -1,14 +1,16 @@
 """Kazeia engine: model files, conversion, synthesis and the `kazeia` command line."""
 from kazeia import _native
 
+from .audio_stream import AudioStream
 from .convert import ConversionReport, convert, converted_checkpoint
 from .demo import demo_model_path, resolve_model
-from .engine import AudioStream, Chunk, Engine, Request, Result, SamplingParams, Timings
 from .errors import ConversionError, ModelLoadError
 from .model_file import ModelFile, ModelInfo, Speaker, open_model
 from .prompt import Voice
 from .random_model import make_random_model
+from .requests import Chunk, Request, Result, SamplingParams, Timings
 from .speech_decoder import DecoderStream, SpeechDecoder
+from .synthesis import Engine
 from .voice import create_voice, load_voice, save_voice, voice_profile_info
 
 

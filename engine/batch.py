@@ -7,21 +7,28 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:   # (imported for annotations only: engine imports this module)
-    from .engine import AudioStream, Engine
+if TYPE_CHECKING:
+    from .audio_stream import AudioStream
+
+
+class BatchHost(Protocol):
+    """What the batch worker needs of the engine (kazeia.engine.Engine)."""
+    lock: threading.Lock   # held for each step: a placement or thread change waits for it
+
+    def step(self, sessions: list) -> None: ...
 
 
 class Batcher:
     """The worker that steps every active session of an engine together (at most `max_batch`; the
     rest wait their turn in arrival order). Started on demand; it exits when nothing is left."""
 
-    def __init__(self, engine: "Engine", max_batch: int):
+    def __init__(self, host: BatchHost, max_batch: int):
         if not isinstance(max_batch, int) or max_batch < 1:
             raise ValueError(f"max_batch must be a positive integer, got {max_batch!r}")
         self.max_batch = max_batch
-        self._engine = engine
+        self._host = host
         self._waiting: deque = deque()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -51,38 +58,38 @@ class Batcher:
                 if not active and not joining:
                     self._thread = None
                     return
-            with self._engine._lock:   # a placement or thread change waits for the step to end
+            with self._host.lock:
                 for stream in joining:
                     try:
-                        active.append((stream, stream._open_session()))
+                        active.append((stream, stream.open_session()))
                     except BaseException as e:   # a bad request fails alone
-                        stream._fail(e)
-                live = [(s, n) for s, n in active if not s._cancelled()]
+                        stream.fail(e)
+                live = [(s, n) for s, n in active if not s.cancelled]
                 for s, n in active:
-                    if s._cancelled():
-                        s._finish(n.result(), cancelled=True)
+                    if s.cancelled:
+                        s.finish(n.result(), cancelled=True)
                 active = live
                 if not active:
                     continue
                 self.largest_batch = max(self.largest_batch, len(active))
                 try:
-                    self._engine._native.step([n for _, n in active])
+                    self._host.step([n for _, n in active])
                     self.steps += 1
                 except BaseException as e:   # an engine failure ends every session of the step
                     for s, _ in active:
-                        s._fail(e)
+                        s.fail(e)
                     active = []
                     continue
                 still = []
                 for stream, session in active:
-                    if session.n_frames > stream._frames_seen():
+                    if session.n_frames > stream.frames_seen:
                         codes, talker_ms, cp_ms = session.frame(session.n_frames - 1)
                         prefill_ms = session.result()["prefill_ms"] if session.n_frames == 1 else None
-                        if not stream._on_frame(session.n_frames - 1, codes, talker_ms, cp_ms, prefill_ms):
-                            stream._finish(session.result(), cancelled=True)
+                        if not stream.on_frame(session.n_frames - 1, codes, talker_ms, cp_ms, prefill_ms):
+                            stream.finish(session.result(), cancelled=True)
                             continue
                     if session.done:
-                        stream._finish(session.result())
+                        stream.finish(session.result())
                     else:
                         still.append((stream, session))
                 active = still

@@ -70,7 +70,7 @@ def _cmd_decode(args) -> int:
     write_audio(args.output, audio, model.info.sample_rate)
     frames = len(codes)
     line = (f"wrote {args.output}: {frames} frames, {len(audio) / model.info.sample_rate:.2f} s of audio; "
-            f"decoder {1000 * seconds / max(frames, 1):.1f} ms per frame, RTF {seconds / max(frames * 0.08, 1e-9):.2f}")
+            f"decoder {1000 * seconds / max(frames, 1):.1f} ms per frame, RTF {seconds / max(frames / model.info.frame_rate, 1e-9):.2f}")
     if args.stream and first is not None:
         line += f", first audio after {1000 * first:.1f} ms"
     print(line)
@@ -106,8 +106,8 @@ def _cmd_render(args) -> int:
     from tqdm import tqdm
 
     from .demo import resolve_model
-    from .engine import Engine
     from .render import LocalExecutor, RenderOptions, plan_render, render
+    from .synthesis import Engine
     model_path = resolve_model(args.model)
     engine = Engine.load(model_path, threads=args.threads)
     options = RenderOptions(Path(args.output), fmt=args.format, name=args.name, batch=args.batch,
@@ -159,7 +159,8 @@ def _cmd_say(args) -> int:
 
     from .audio_io import write_audio
     from .demo import resolve_model
-    from .engine import Engine, SamplingParams
+    from .requests import SamplingParams
+    from .synthesis import Engine
     text = args.text if args.text is not None else read_text_file(args.text_file)
     check_output_path(args.output)   # before minutes of synthesis, not after
     if args.codes_out:
@@ -251,7 +252,8 @@ def _check_placements(model: str) -> int:
 
     from .accuracy import snr_db
     from .demo import resolve_model
-    from .engine import Engine, SamplingParams
+    from .requests import SamplingParams
+    from .synthesis import Engine
     from .placement import MODES, mode_status, silent_cpu_stages, stage_lines
     engine = Engine.load(resolve_model(model))
     sampling = SamplingParams.from_model(engine.info, max_frames=8).greedy()

@@ -5,7 +5,7 @@ locally); the driver (engine/render.py) hands out lines, collects results as the
 writes the files and the manifest itself, so resume works exactly as locally. When an actor or its
 whole node dies, the driver gives its unfinished lines to the actors that remain (lines are
 deterministic: the same request gives the same file on any node). Actors rather than Ray Data's
-map_batches over an actor pool, by measurement (README: 58.6 s against 63.5 s for the same script);
+map_batches over an actor pool, by measurement (docs/scripts.md: 58.6 s against 63.5 s for the same script);
 results also reach the driver line by line as they finish (for the manifest and resume)."""
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class RenderWorker:
     """Lives on one node: the engine loaded once, lines rendered `batch` at a time."""
 
     def __init__(self, model_path: str, threads: int | None, batch: int):
-        from .engine import Engine
+        from .synthesis import Engine
         if not Path(model_path).is_file():
             raise FileNotFoundError(f"{model_path}: no model file on node {os.uname().nodename} "
                                     "(give every node the file at this path, or --node-model)")

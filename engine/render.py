@@ -19,7 +19,8 @@ import numpy as np
 import soundfile
 
 from .audio_io import NAMED_FORMATS, write_audio
-from .engine import Engine, Request, SamplingParams
+from .requests import Request, SamplingParams
+from .synthesis import Engine
 from .script import ScriptError, ScriptLine, check_for_model, output_names, read_script, request_hash
 
 MANIFEST = "manifest.jsonl"
@@ -216,7 +217,7 @@ class LocalExecutor:
                     continue
                 yield job, outcome_of(stream)
             if len(still) == len(active) and still:
-                still[0][1]._ended.wait(0.05)
+                still[0][1].join(0.05)
             active = still
 
 

@@ -157,7 +157,7 @@ def read_script(path: str | os.PathLike) -> tuple[list[ScriptLine], list[tuple[i
 
 def check_for_model(lines: list[ScriptLine], engine, folder: Path) -> list[tuple[int, str, str]]:
     """Problems of each line with this model: speaker, language, instruct, voice, sampling, length."""
-    from .engine import SamplingParams
+    from .requests import SamplingParams
     from .voice import load_voice
     problems = []
     for line in lines:
@@ -169,7 +169,7 @@ def check_for_model(lines: list[ScriptLine], engine, folder: Path) -> list[tuple
                     raise ValueError(f"voice profile {line.voice} not found")
                 voice = load_voice(path, engine.model)
             sampling = SamplingParams.from_model(engine.info, **line.sampling)
-            engine._prepare(line.text, line.speaker, line.language or "auto", line.instruct, voice, sampling, None)
+            engine.prepare(line.text, line.speaker, line.language or "auto", line.instruct, voice, sampling, None)
         except (ValueError, TypeError) as e:
             problems.append((line.number, line.id, str(e)))
     return problems

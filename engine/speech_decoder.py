@@ -54,6 +54,10 @@ class DecoderStream:
     def reset(self) -> None:
         self._native.reset()
 
+    def release(self) -> None:
+        """No more pushes: its decoder may hand it out again (SpeechDecoder.release)."""
+        self._decoder.release(self)
+
     def placement_report(self) -> dict:
         """Where the last launch ran (see Engine.placement_report)."""
         return self._native.placement_report()

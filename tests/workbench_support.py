@@ -72,13 +72,40 @@ def window(qtbot, workdir):
 
 
 def generate(qtbot, window, frames=8, seed=0, text=None, timeout_ms=TIMEOUT_MS):
+    """A take from the panels, waited for; an error shown before it ends stops the wait at once with
+    its message (not after the timeout)."""
     window.sampling.max_frames.setValue(frames)
     window.sampling.seed.setValue(seed)
     if text:
         window.text.setPlainText(text)
-    with qtbot.waitSignal(window.take_finished, timeout=timeout_ms) as blocker:
+    outcome = {}
+    done = Outcome(outcome)
+    window.take_finished.connect(done.finished)
+    window.error_shown.connect(done.failed)
+    try:
         assert window.generate()
-    return blocker.args[0]
+        qtbot.waitUntil(lambda: bool(outcome), timeout=timeout_ms)
+    finally:
+        window.take_finished.disconnect(done.finished)
+        window.error_shown.disconnect(done.failed)
+    assert "result" in outcome, f"the take failed: {outcome['error']}"
+    return outcome["result"]
+
+
+class Outcome(QObject):
+    """Records what ended a take (its result or the error the window showed), on the GUI thread."""
+
+    def __init__(self, into: dict):
+        super().__init__()
+        self.into = into
+
+    @Slot(object)
+    def finished(self, result) -> None:
+        self.into["result"] = result
+
+    @Slot(str)
+    def failed(self, message: str) -> None:
+        self.into.setdefault("error", message)
 
 
 def screenshot(window, name: str) -> Path:

@@ -11,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from ..engine import Engine, SamplingParams
+from ..requests import SamplingParams
+from ..synthesis import Engine
 from ..threads import available_cores, default_threads
 from .models import model_path_for
 from .text import BENCH_TEXT

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..accuracy import LOGIT_STAGES, logit_divergence, stage_gates
-from ..engine import Engine, SamplingParams
+from ..requests import SamplingParams
+from ..synthesis import Engine
 from .text import BENCH_TEXT
 
 def divergence(ref: Engine, other: Engine, frames: int) -> dict:

@@ -9,10 +9,11 @@ import time
 
 import numpy as np
 
-from ..engine import Engine, SamplingParams
 from ..gguf_file import TypeMix
 from ..model_file import ModelFile
 from ..proc_stats import peak_rss_mb, reset_peak_rss
+from ..requests import SamplingParams
+from ..synthesis import Engine
 from ..threads import available_cores, default_threads
 from .compute import decoder_compute
 from .divergence import divergence

@@ -2,8 +2,8 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "kazeia/model.h"
 #include "kazeia/launch_report.h"
+#include "kazeia/model.h"
 #include "kazeia/speech_decoder.h"
 #include "kazeia/thread_pool.h"
 

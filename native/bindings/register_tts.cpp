@@ -3,11 +3,11 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "kazeia/model.h"
 #include "kazeia/audio_encoder.h"
+#include "kazeia/model.h"
 #include "kazeia/speaker_encoder.h"
-#include "kazeia/tts.h"
 #include "kazeia/thread_pool.h"
+#include "kazeia/tts.h"
 
 namespace py = pybind11;
 

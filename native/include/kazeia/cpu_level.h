@@ -27,6 +27,18 @@ const char * cpu_level_name(cpu_level level);
 // `level` and the CPU has every feature. False on a bad KAZEIA_CPU value.
 bool cpu_allows(cpu_level level, std::initializer_list<const char *> features = {});
 
+// Switches for measuring Kazeia's kernels against what they replace, read from the environment once
+// per process (set, with any value, to switch on): KAZEIA_GGML_PRODUCTS (ggml's products everywhere),
+// KAZEIA_NO_LANES (no lanes layout: the row kernels), KAZEIA_KEEP_BF16 (bf16 decoder weights kept as
+// bf16 where Kazeia's bf16 kernels are off), KAZEIA_NO_HUGE_PAGES (no huge-page weight arena).
+struct measurement_switches {
+    bool ggml_products = false;
+    bool no_lanes = false;
+    bool keep_bf16 = false;
+    bool no_huge_pages = false;
+};
+const measurement_switches & measurement_switches_in_force();
+
 // Kazeia's kernels and, for each, whether it runs at the level in force, what it needs, and where
 // it does not run, which path takes its place (ggml's, named).
 struct kernel_status {

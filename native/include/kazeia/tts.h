@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "kazeia/sampling.h"
 #include "kazeia/launch_report.h"
+#include "kazeia/sampling.h"
 
 namespace kazeia {
 

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "runtime/gemv_q8_0.h"
+#include "kernels/products.h"
 
 namespace kazeia {
 namespace {

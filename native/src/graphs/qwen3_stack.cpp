@@ -6,8 +6,8 @@
 #include "graphs/blocks.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
-#include "runtime/gemv_q8_0.h"
-#include "runtime/prefill_attention.h"
+#include "kernels/prefill_attention.h"
+#include "kernels/products.h"
 
 namespace kazeia {
 
@@ -74,7 +74,7 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
             }
             ggml_tensor * keys = ggml_view_3d(ctx, kc, t.head_dim, s.n_kv, t.n_kv_heads, kc->nb[1], t.head_dim * f, 0);
             ggml_tensor * vals = ggml_view_3d(ctx, vc, s.n_kv, t.head_dim, t.n_kv_heads, vc->nb[1], vc->nb[1] * t.head_dim, 0);
-            // a prompt's rows on the CPU: one op (runtime/prefill_attention.h)
+            // a prompt's rows on the CPU: one op (kernels/prefill_attention.h)
             ggml_tensor * os = cpu_ && !per_column && !several && s.n > 1 ? prefill_attention(ctx, qs, keys, vals, s.mask)
                                                                          : nullptr;
             if (!os) os = attention(ctx, qs, keys, vals, s.mask);

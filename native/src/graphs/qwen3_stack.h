@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "generation/kv_cache.h"
 #include "ggml-backend.h"
 #include "ggml.h"
-#include "graphs/kv_cache.h"
 #include "kazeia/hparams.h"
 
 namespace kazeia {
@@ -39,7 +39,7 @@ struct attention_segment {
 class qwen3_stack {
 public:
     // prefix: "talker." or "cp."; binds <prefix>blk.N.* and <prefix>output_norm.weight;
-    // `place` may swap a weight for a copy elsewhere (runtime/weight_copies.h: a faster layout, an
+    // `place` may swap a weight for a copy elsewhere (weights/weight_copies.h: a faster layout, an
     // accelerator's memory); `cpu`: the stage computes on the CPU backend, so products may use
     // Kazeia's kernels
     qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp,

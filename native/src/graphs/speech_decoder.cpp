@@ -20,13 +20,14 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 #include "graphs/blocks.h"
+#include "kazeia/cpu_level.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
-#include "runtime/derived_weights.h"
-#include "runtime/gemm_bf16.h"
-#include "runtime/weight_copies.h"
+#include "kernels/custom_ops.h"
+#include "kernels/gemm_bf16.h"
 #include "runtime/graph_runner.h"
-#include "runtime/custom_ops.h"
+#include "weights/derived_weights.h"
+#include "weights/weight_copies.h"
 
 namespace kazeia {
 namespace {
@@ -129,7 +130,7 @@ struct speech_decoder::weights {
     weights(const model & model_, const std::string & weights_buffer, const std::string & device_)
         : m(model_), hp(model_.hparams().decoder), device(device_), layout(layout_for(weights_buffer, device_)),
           copies(&model_, layout),
-          bf16_as_f16(!layout.buft && !gemm_bf16_available() && !std::getenv("KAZEIA_KEEP_BF16")) {   // (to measure against)
+          bf16_as_f16(!layout.buft && !gemm_bf16_available() && !measurement_switches_in_force().keep_bf16) {
         bind_weights();
         derived.allocate([this] {
             for (const ggml_tensor * t : replaced) m.release_pages(t);

@@ -11,7 +11,7 @@
 #include "kazeia/model.h"
 #include "kazeia/tts.h"
 #include "runtime/graph_runner.h"
-#include "runtime/weight_copies.h"
+#include "weights/weight_copies.h"
 
 namespace kazeia {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "runtime/gemv_q8_0.h"
+#include "kernels/products.h"
 
 namespace kazeia {
 

@@ -59,6 +59,19 @@ cpu_level cpu_level_in_force() {
     return level;
 }
 
+const measurement_switches & measurement_switches_in_force() {
+    static const measurement_switches switches = [] {
+        auto set = [](const char * name) { return std::getenv(name) != nullptr; };
+        measurement_switches s;
+        s.ggml_products = set("KAZEIA_GGML_PRODUCTS");
+        s.no_lanes = set("KAZEIA_NO_LANES");
+        s.keep_bf16 = set("KAZEIA_KEEP_BF16");
+        s.no_huge_pages = set("KAZEIA_NO_HUGE_PAGES");
+        return s;
+    }();
+    return switches;
+}
+
 const char * cpu_level_name(cpu_level level) {
     switch (level) {
         case cpu_level::avx512: return "avx512";

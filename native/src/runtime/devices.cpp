@@ -2,7 +2,7 @@
 
 #include "ggml-backend.h"
 #include "kazeia/ggml_log.h"
-#include "runtime/weight_copies.h"
+#include "weights/weight_copies.h"
 
 namespace kazeia {
 

@@ -14,8 +14,8 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
-#include "runtime/launch_report.h"
 #include "kazeia/thread_pool.h"
+#include "runtime/launch_report.h"
 
 namespace kazeia {
 

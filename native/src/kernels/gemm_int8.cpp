@@ -1,4 +1,4 @@
-#include "runtime/gemm_int8.h"
+#include "kernels/gemm_int8.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,8 +6,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "runtime/gemv_common.h"
-#include "runtime/panel_claims.h"
+#include "kernels/gemv_common.h"
+#include "weights/panel_claims.h"
 
 namespace kazeia {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/gemv_k_quants.h"
+#include "kernels/gemv_k_quants.h"
 
 #include <cstdint>
 #include <cstring>
@@ -7,7 +7,7 @@
 
 #include "ggml-cpu.h"
 
-#include "runtime/gemv_common.h"
+#include "kernels/gemv_common.h"
 
 namespace kazeia {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/weight_copies.h"
+#include "weights/weight_copies.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -6,8 +6,9 @@
 #include <stdexcept>
 
 #include "ggml-cpu.h"
-#include "runtime/gemm_int8.h"
+#include "kazeia/cpu_level.h"
 #include "kazeia/model.h"
+#include "kernels/gemm_int8.h"
 
 namespace kazeia {
 namespace {
@@ -34,8 +35,8 @@ weight_layout cpu_repack_layout() { return {cpu_repack_buffer_type(), true}; }
 
 weight_layout cpu_lanes_layout() {
     weight_layout l = cpu_repack_layout();
-    l.lanes = gemm_int8_available() && std::getenv("KAZEIA_GGML_PRODUCTS") == nullptr &&
-              std::getenv("KAZEIA_NO_LANES") == nullptr;
+    const measurement_switches & off = measurement_switches_in_force();
+    l.lanes = gemm_int8_available() && !off.ggml_products && !off.no_lanes;
     return l;
 }
 

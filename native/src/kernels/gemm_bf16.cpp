@@ -1,10 +1,10 @@
-#include "runtime/gemm_bf16.h"
+#include "kernels/gemm_bf16.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "runtime/gemv_common.h"
+#include "kernels/gemv_common.h"
 
 namespace kazeia {
 namespace {

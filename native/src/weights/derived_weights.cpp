@@ -1,4 +1,4 @@
-#include "runtime/derived_weights.h"
+#include "weights/derived_weights.h"
 
 #include <cstring>
 #include <stdexcept>

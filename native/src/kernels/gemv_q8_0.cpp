@@ -1,11 +1,11 @@
-#include "runtime/gemv_q8_0.h"
+#include "kernels/gemv_q8_0.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <vector>
 
-#include "runtime/gemv_common.h"
+#include "kernels/gemv_common.h"
 
 namespace kazeia {
 namespace {

@@ -1,4 +1,4 @@
-#include "graphs/kv_cache.h"
+#include "generation/kv_cache.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,10 +1,10 @@
-#include "runtime/custom_ops.h"
+#include "kernels/custom_ops.h"
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "runtime/gemm_bf16.h"
+#include "kernels/gemm_bf16.h"
 
 namespace kazeia {
 namespace {

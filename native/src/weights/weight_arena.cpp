@@ -1,9 +1,10 @@
-#include "runtime/weight_arena.h"
+#include "weights/weight_arena.h"
 
 #include <cstdint>
 #include <cstdlib>
 
 #include "ggml-cpu.h"
+#include "kazeia/cpu_level.h"
 
 #ifdef __linux__
 #include <sys/mman.h>
@@ -31,8 +32,7 @@ weight_arena::~weight_arena() {
 
 weight_arena::room weight_arena::take(size_t bytes) {
 #ifdef __linux__
-    static const bool off = std::getenv("KAZEIA_NO_HUGE_PAGES") != nullptr;   // (to measure against)
-    if (off || bytes == 0) return {nullptr, nullptr};
+    if (measurement_switches_in_force().no_huge_pages || bytes == 0) return {nullptr, nullptr};
     bytes = round_up(bytes, k_align);
     if (chunks_.empty() || chunks_.back().size - chunks_.back().used < bytes) {
         const size_t size = std::max(k_chunk, round_up(bytes, k_huge_page));

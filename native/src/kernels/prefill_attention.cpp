@@ -1,11 +1,12 @@
-#include "runtime/prefill_attention.h"
+#include "kernels/prefill_attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
 
-#include "runtime/gemv_common.h"
+#include "kazeia/cpu_level.h"
+#include "kernels/gemv_common.h"
 
 namespace kazeia {
 namespace {
@@ -181,7 +182,7 @@ void attention_op(ggml_tensor * dst, int ith, int nth, void *) {
 ggml_tensor * prefill_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * keys, ggml_tensor * values,
                                 ggml_tensor * mask) {
 #ifdef KAZEIA_X86
-    static const bool ggml_only = std::getenv("KAZEIA_GGML_PRODUCTS") != nullptr;
+    const bool ggml_only = measurement_switches_in_force().ggml_products;
     const int64_t hd = q->ne[0];
     if (ggml_only || !cpu_has_avx512f() || q->type != GGML_TYPE_F32 || keys->type != GGML_TYPE_F32 ||
         values->type != GGML_TYPE_F32 || mask->type != GGML_TYPE_F32 || hd % 16 != 0 || !ggml_is_contiguous(q) ||

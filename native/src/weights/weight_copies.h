@@ -11,7 +11,7 @@
 
 #include "ggml-backend.h"
 #include "ggml.h"
-#include "runtime/weight_arena.h"
+#include "weights/weight_arena.h"
 
 namespace kazeia {
 
@@ -24,7 +24,7 @@ struct weight_layout {
     // type it has no use for) stays in CPU memory, where ggml's scheduler runs its ops on the CPU
     // and the launch report names them, instead of aborting the process on first use
     bool device_checked = false;
-    // q8_0, q6_K and q5_K matrices rearranged into Kazeia's lanes layout (runtime/gemm_int8.h), which only
+    // q8_0, q6_K and q5_K matrices rearranged into Kazeia's lanes layout (kernels/gemm_int8.h), which only
     // `product` reads: for stages whose every matrix goes through it (the talker, the code predictor)
     bool lanes = false;
 };

@@ -1,14 +1,15 @@
-#include "runtime/product_check.h"
+#include "kernels/product_check.h"
 
-#include "kazeia/kernel_checks.h"
 #include "graphs/blocks.h"
-#include "runtime/custom_ops.h"
-#include "runtime/gemm_bf16.h"
-#include "runtime/gemv_q8_0.h"
-#include "runtime/panel_claims.h"
-#include "runtime/prefill_attention.h"
+#include "kazeia/kernel_checks.h"
+#include "kernels/custom_ops.h"
+#include "kernels/gemm_bf16.h"
+#include "kernels/gemv_q8_0.h"
+#include "kernels/prefill_attention.h"
+#include "kernels/products.h"
 #include "runtime/type_names.h"
-#include "runtime/weight_copies.h"
+#include "weights/panel_claims.h"
+#include "weights/weight_copies.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,0 +1,209 @@
+"""One synthesis as a stream of audio chunks. Frames come from a runner (the stream's own thread or
+the engine's batch worker) through the runner's side of the stream: `open_session`, `on_frame`,
+`finish`, `fail`; the consumer iterates the chunks, cancels, or waits for the result."""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterator, Protocol
+
+import numpy as np
+
+from .requests import Chunk, Result, SamplingParams, Timings
+
+if TYPE_CHECKING:
+    from .model_file import ModelInfo
+    from .prompt import PromptPlan
+    from .speech_decoder import SpeechDecoder
+    from .threads import ThreadPolicy
+
+_DONE = object()
+
+
+class StreamHost(Protocol):
+    """What a stream needs of the engine that made it (kazeia.engine.Engine)."""
+    lock: threading.Lock             # held while frames are made or the placement changes
+    thread_policy: "ThreadPolicy"
+    decoder: "SpeechDecoder"
+    info: "ModelInfo"
+
+    def open_session(self, plan: "PromptPlan", sampling: SamplingParams): ...
+    def generate_frames(self, plan: "PromptPlan", sampling: SamplingParams, on_frame) -> dict: ...
+    def report_held(self) -> list[dict]: ...
+
+
+class StreamRunner(Protocol):
+    """Runs streams given it, frame by frame, through their runner's side (batch.Batcher)."""
+
+    def submit(self, stream: "AudioStream") -> None: ...
+
+
+class AudioStream:
+    """Iterator of Chunk. Generation runs on a worker thread with the GIL released: its own, or the
+    engine's batch worker (Engine(max_batch=N): several streams advance together)."""
+
+    def __init__(self, host: StreamHost, plan: "PromptPlan", sampling: SamplingParams, timings: Timings, start: float,
+                 prime_codes: np.ndarray | None = None, decode_every: int = 1, batcher: StreamRunner | None = None):
+        self._host = host
+        self._plan, self._sampling = plan, sampling
+        self._queue: queue.Queue = queue.Queue()
+        self._cancel = threading.Event()
+        self._ended = threading.Event()
+        self._timings = timings
+        self._start = start
+        self._codes: list[np.ndarray] = []
+        self._pending: list[np.ndarray] = []   # generated, not yet decoded
+        self._decode_every = decode_every
+        self._audio: list[np.ndarray] = []
+        self.result: Result | None = None
+        self.error: BaseException | None = None
+        self._decoder = host.decoder.stream(share_compute=True)   # pushed under the host's lock
+        # in-context cloning: the decoder hears the reference codes first (their audio is dropped;
+        # the reference cuts int(ref / total * samples), which can keep one more sample: see docs/speaking.md)
+        self._prime_codes = prime_codes
+        self._thread: threading.Thread | None = None
+        if batcher is not None:
+            batcher.submit(self)
+        else:
+            self._thread = threading.Thread(target=self._run, daemon=True, name="kazeia-synthesis")
+            self._thread.start()
+
+    # -- the runner's side (the caller holds the host's lock) ----------------------------------
+    def open_session(self):
+        """A native session for this request, prefilled (for the batch worker)."""
+        self._begin()
+        return self._host.open_session(self._plan, self._sampling)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    @property
+    def frames_seen(self) -> int:
+        return len(self._codes)
+
+    def on_frame(self, index: int, codes: np.ndarray, talker_ms: float, cp_ms: float,
+                 prefill_ms: float | None) -> bool:
+        """Frame `index` is made; False: the consumer has cancelled, stop."""
+        if self._cancel.is_set():
+            return False
+        t = self._timings
+        if prefill_ms is not None:
+            t.prefill_ms = prefill_ms
+        self._host.thread_policy.observe(talker_ms + cp_ms)
+        t.talker_ms.append(talker_ms)
+        t.code_predictor_ms.append(cp_ms)
+        t.frames = index + 1
+        self._codes.append(codes.copy())
+        self._pending.append(self._codes[-1])
+        if index == 0 or len(self._pending) >= self._decode_every:
+            self._decode_pending()
+        return True
+
+    def finish(self, out: dict, cancelled: bool = False) -> None:
+        """Generation has ended: the last frames are decoded and the result is set."""
+        try:
+            codes = out["codes"]
+            reason = "cancelled" if cancelled else out["stop_reason"]
+            if reason == "cancelled":   # stop now: frames not yet heard are dropped
+                codes = codes[:len(self._codes) - len(self._pending)]
+                self._pending.clear()
+            else:
+                self._decode_pending()
+            self._release_decoder()
+            t = self._timings
+            t.prefill_ms = float(out["prefill_ms"])
+            t.frames = len(codes)
+            del t.talker_ms[len(codes):], t.code_predictor_ms[len(codes):]
+            t.total_ms = 1000 * (time.perf_counter() - self._start)
+            audio = np.concatenate(self._audio) if self._audio else np.zeros(0, np.float32)
+            self.result = Result(audio, self._host.info.sample_rate, codes, t, reason, self._host.report_held())
+        except BaseException as e:
+            self.error = e
+        self._end()
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error   # the decoder stream is not reused: a push may have failed half-way
+        self._end()
+
+    # -- inside ---------------------------------------------------------------------------------
+    def _begin(self) -> None:
+        self._host.thread_policy.restart()
+        if self._prime_codes is not None:
+            self._decoder.push(self._prime_codes)
+
+    def _decode_pending(self) -> None:
+        if not self._pending:
+            return
+        n, first = len(self._pending), len(self._codes) - len(self._pending)
+        t0 = time.perf_counter()
+        audio = self._decoder.push(np.stack(self._pending))
+        t = self._timings
+        t.decoder_ms.extend([1000 * (time.perf_counter() - t0) / n] * n)   # the launch's cost, shared
+        if first == 0:
+            t.ttfa_ms = 1000 * (time.perf_counter() - self._start)
+        t.total_ms = 1000 * (time.perf_counter() - self._start)
+        self._pending.clear()
+        self._audio.append(audio)
+        self._queue.put(Chunk(audio, first, n, replace(t, talker_ms=list(t.talker_ms),
+                                                       code_predictor_ms=list(t.code_predictor_ms),
+                                                       decoder_ms=list(t.decoder_ms))))
+
+    def _release_decoder(self) -> None:
+        """Every push of this stream is done: the host's next stream may reuse its decoder stream."""
+        decoder, self._decoder = self._decoder, None
+        if decoder is not None:
+            decoder.release()
+
+    def _end(self) -> None:
+        self._ended.set()
+        self._queue.put(_DONE)
+
+    def _run(self) -> None:
+        try:
+            with self._host.lock:
+                self._begin()
+                self.finish(self._host.generate_frames(self._plan, self._sampling, self.on_frame))
+        except BaseException as e:   # surfaced to the consumer by __next__
+            self.fail(e)
+
+    # -- the consumer's side --------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Chunk]:
+        return self
+
+    def __next__(self) -> Chunk:
+        item = self._queue.get()
+        if item is _DONE:
+            self._queue.put(_DONE)
+            if self.error is not None:
+                raise self.error
+            raise StopIteration
+        return item
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    @property
+    def ended(self) -> bool:
+        """Generation has ended (result or error is set)."""
+        return self._ended.is_set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Blocks until generation has ended (drains nothing, raises nothing); False on timeout."""
+        return self._ended.wait(timeout)
+
+    def wait(self, timeout: float | None = None) -> Result | None:
+        """Blocks until generation has ended (drains nothing); returns the result."""
+        self.join(timeout)
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def __enter__(self) -> "AudioStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cancel()
+        self.join()
