@@ -62,6 +62,9 @@ public:
 
     // nullptr when the file has no tensor of that name
     ggml_tensor * tensor(const std::string & name) const;
+    // The tensor a network binds (its shape was checked against the tensor table at load); a missing
+    // one is a model_error naming the network and the tensor.
+    ggml_tensor * require(const std::string & name, const std::string & network) const;
     // Copy of a tensor's values as f32 (dequantised), for inspection and tests.
     std::vector<float> tensor_to_f32(const std::string & name) const;
 

@@ -54,7 +54,7 @@ struct tts_engine::impl {
           talker(model_, talker_layout, talker_p, pool),
           // the codebook tables are read by both stages: the talker's when placed alike, else a copy
           cp(model_, cp_layout, cp_p, pool,
-             talker_p == cp_p ? talker.codec_table() : cp_layout.table(required_tensor(model_, "talker.codec_embd.weight")),
+             talker_p == cp_p ? talker.codec_table() : cp_layout.table(model_.require("talker.codec_embd.weight", "code predictor")),
              talker_p == cp_p ? talker.frame_tables() : own_tables(model_, cp_layout, hp.talker.n_code_groups)) {}
 
     // every matrix of the talker and code predictor goes through `product`, which reads the lanes
@@ -67,7 +67,7 @@ struct tts_engine::impl {
     static std::vector<ggml_tensor *> own_tables(const model & m, weight_copies & layout, int n_groups) {
         std::vector<ggml_tensor *> t;
         for (int j = 0; j + 1 < n_groups; ++j) {
-            t.push_back(layout.table(required_tensor(m, "cp.codec_embd." + std::to_string(j) + ".weight")));
+            t.push_back(layout.table(m.require("cp.codec_embd." + std::to_string(j) + ".weight", "code predictor")));
         }
         return t;
     }

@@ -43,11 +43,7 @@ struct audio_encoder::impl {
     ggml_tensor *sem_in, *aco_in;
     std::vector<ggml_tensor *> codebooks;
 
-    ggml_tensor * w(const std::string & name) const {
-        ggml_tensor * t = m.tensor(name);
-        if (!t) throw model_error("audio encoder: missing tensor " + name);
-        return t;
-    }
+    ggml_tensor * w(const std::string & name) const { return m.require(name, "audio encoder"); }
     mimi_conv conv(const std::string & name, int stride = 1, int dilation = 1, bool bias = true) const {
         return {w(name + (bias ? ".weight" : "")), bias ? w(name + ".bias") : nullptr, stride, dilation};
     }

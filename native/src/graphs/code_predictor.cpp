@@ -21,10 +21,10 @@ code_predictor_stage::code_predictor_stage(const model & m, weight_copies & layo
       codec_embd_(codec_table), embd_(std::move(frame_tables)),
       stack_(m, "cp.", m.hparams().code_predictor.tfm, std::ref(layout), cpu_),
       step_runner_(pool, 8192, where(p), p.device), frame_runner_(pool, k_batch_nodes, where(p), p.device) {
-    for (int j = 0; j + 1 < n_groups_; ++j) head_.push_back(layout(required_tensor(m, "cp.head." + std::to_string(j) + ".weight")));
+    for (int j = 0; j + 1 < n_groups_; ++j) head_.push_back(layout(m.require("cp.head." + std::to_string(j) + ".weight", "code predictor")));
     if (m.hparams().code_predictor.has_input_proj) {
-        proj_w_ = layout(required_tensor(m, "cp.input_proj.weight"));
-        proj_b_ = layout(required_tensor(m, "cp.input_proj.bias"));
+        proj_w_ = layout(m.require("cp.input_proj.weight", "code predictor"));
+        proj_b_ = layout(m.require("cp.input_proj.bias", "code predictor"));
     }
 }
 

@@ -15,8 +15,7 @@ qwen3_stack::qwen3_stack(const model & m, const std::string & prefix, const tran
                          const std::function<ggml_tensor *(ggml_tensor *)> & place, bool cpu)
     : hp_(hp), cpu_(cpu) {
     auto w = [&](const std::string & name) {
-        ggml_tensor * t = m.tensor(name);
-        if (!t) throw model_error("missing tensor " + name);
+        ggml_tensor * t = m.require(name, "transformer " + prefix);
         return place ? place(t) : t;
     };
     for (int i = 0; i < hp.n_layers; ++i) {

@@ -35,9 +35,8 @@ struct speaker_encoder::impl {
     conv_layer mfa, asp_tdnn, asp_conv, fc;
 
     conv_layer bind(const std::string & name) const {
-        ggml_tensor * w = m.tensor(name + ".weight");
-        ggml_tensor * b = m.tensor(name + ".bias");
-        if (!w || !b) throw model_error("speaker encoder: missing tensor " + name);
+        ggml_tensor * w = m.require(name + ".weight", "speaker encoder");
+        ggml_tensor * b = m.require(name + ".bias", "speaker encoder");
         if (w->type != GGML_TYPE_F32) throw model_error("speaker encoder: " + name + " must be f32");
         return {w, b};
     }

@@ -181,11 +181,7 @@ struct speech_decoder::weights {
         });
     }
 
-    ggml_tensor * w(const std::string & name) const {
-        ggml_tensor * t = m.tensor(name);
-        if (!t) throw model_error("speech decoder: missing tensor " + name);
-        return t;
-    }
+    ggml_tensor * w(const std::string & name) const { return m.require(name, "speech decoder"); }
 
     conv_w bind_conv(const std::string & name, int dilation) {
         ggml_tensor * src = w(name + ".weight");   // ne [K, Cin, Cout]

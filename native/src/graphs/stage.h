@@ -15,13 +15,6 @@
 
 namespace kazeia {
 
-// A tensor the model must have (a model_error naming it otherwise).
-inline ggml_tensor * required_tensor(const model & m, const std::string & name) {
-    ggml_tensor * t = m.tensor(name);
-    if (!t) throw model_error("missing tensor " + name);
-    return t;
-}
-
 // Where a stage's weights live for its placement.
 inline weight_layout layout_for(const stage_placement & p) {
     if (p.scheduled && !p.device.empty()) return device_layout(accelerator_device(p.device));

@@ -15,17 +15,17 @@ talker_stage::talker_stage(const model & m, weight_copies & layout, const stage_
     : hp_(m.hparams()), hidden_(hp_.talker.tfm.hidden), n_groups_(hp_.talker.n_code_groups),
       codec_vocab_(hp_.talker.codec_vocab), cp_vocab_(hp_.code_predictor.vocab), cpu_(!p.scheduled),
       cache_buft_(cache_buffer(p, layout)),
-      text_embd_(layout.table(required_tensor(m, "talker.text_embd.weight"))),
-      fc1_w_(layout(required_tensor(m, "talker.text_proj.fc1.weight"))),
-      fc1_b_(layout(required_tensor(m, "talker.text_proj.fc1.bias"))),
-      fc2_w_(layout(required_tensor(m, "talker.text_proj.fc2.weight"))),
-      fc2_b_(layout(required_tensor(m, "talker.text_proj.fc2.bias"))),
-      codec_embd_(layout.table(required_tensor(m, "talker.codec_embd.weight"))),
-      codec_head_(layout(required_tensor(m, "talker.codec_head.weight"))),
+      text_embd_(layout.table(m.require("talker.text_embd.weight", "talker"))),
+      fc1_w_(layout(m.require("talker.text_proj.fc1.weight", "talker"))),
+      fc1_b_(layout(m.require("talker.text_proj.fc1.bias", "talker"))),
+      fc2_w_(layout(m.require("talker.text_proj.fc2.weight", "talker"))),
+      fc2_b_(layout(m.require("talker.text_proj.fc2.bias", "talker"))),
+      codec_embd_(layout.table(m.require("talker.codec_embd.weight", "talker"))),
+      codec_head_(layout(m.require("talker.codec_head.weight", "talker"))),
       stack_(m, "talker.", hp_.talker.tfm, std::ref(layout), cpu_), pad_text_id_(hp_.talker.text_pad),
       prefill_runner_(pool, 8192, where(p), p.device), step_runner_(pool, k_batch_nodes, where(p), p.device) {
     for (int j = 0; j + 1 < n_groups_; ++j) {
-        frame_embd_.push_back(layout.table(required_tensor(m, "cp.codec_embd." + std::to_string(j) + ".weight")));
+        frame_embd_.push_back(layout.table(m.require("cp.codec_embd." + std::to_string(j) + ".weight", "talker")));
     }
     caches_ = std::make_shared<kv_cache_pool>(stack_.n_layers(), stack_.kv_dim(), cache_buft_);
 }

@@ -391,9 +391,14 @@ ggml_tensor * model::tensor(const std::string & name) const {
     return it == tensors_.end() ? nullptr : it->second;
 }
 
+ggml_tensor * model::require(const std::string & name, const std::string & network) const {
+    ggml_tensor * t = tensor(name);
+    if (!t) throw model_error(network + ": missing tensor " + name);
+    return t;
+}
+
 std::vector<float> model::tensor_to_f32(const std::string & name) const {
-    const ggml_tensor * t = tensor(name);
-    if (!t) throw model_error("no tensor named " + name);
+    const ggml_tensor * t = require(name, "tensor_to_f32");
     std::vector<uint8_t> raw(ggml_nbytes(t));
     ggml_backend_tensor_get(t, raw.data(), 0, raw.size());
     std::vector<float> out(ggml_nelements(t));
