@@ -41,5 +41,14 @@ if [[ "$(cut -d- -f1 .venv/.kazeia-ggml)" != vulkan ]]; then
 fi
 eval "$(bash scripts/vulkan_deps.sh lavapipe)"
 .venv/bin/kazeia devices | grep -q '^Vulkan0' || { echo "lavapipe is not visible to ggml" >&2; .venv/bin/kazeia devices; exit 1; }
-echo "== Vulkan pass (lavapipe; the first run compiles ggml's pipelines with LLVM, cached in $MESA_SHADER_CACHE_DIR)"
+# lavapipe compiles each of ggml's pipelines with LLVM on first use, one at a time: on an empty shader
+# cache (a new machine) that is minutes per stage, longer than a test should wait for one take. One
+# accel-sched stream of the demo model compiles what the takes below need, outside any test's time
+# limit, and says how long it took; later runs read the cache (seconds).
+echo "== compiling ggml's Vulkan pipelines for lavapipe (cached in $MESA_SHADER_CACHE_DIR)"
+warm_start=$SECONDS
+.venv/bin/kazeia say --model demo --placement accel-sched --speaker vivian --stream --max-frames 6 \
+  --text "Pipelines compiled once." -o "$(mktemp -d)/warm-up.wav"
+echo "   pipelines ready after $(( SECONDS - warm_start )) s"
+echo "== Vulkan pass (lavapipe)"
 "${pytest[@]}" tests/test_placement.py tests/test_workbench*.py -ra -k "placement or accel" "$@"
