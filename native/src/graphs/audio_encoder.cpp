@@ -105,16 +105,13 @@ struct audio_encoder::impl {
         return c.b ? ggml_add(ctx, y, ggml_reshape_2d(ctx, c.b, 1, c.b->ne[0])) : y;
     }
 
-    ggml_tensor * layer_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor * wt, ggml_tensor * b) const {
-        return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, hp.tfm.norm_eps), wt), b);
-    }
 
     // x: [hidden, T] channel-major
     ggml_tensor * transformer(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, ggml_tensor * mask) {
         const auto & t = hp.tfm;
         const int64_t n = x->ne[1];
         for (const auto & l : layers) {
-            ggml_tensor * h = layer_norm(ctx, x, l.n1w, l.n1b);
+            ggml_tensor * h = layer_norm(ctx, x, l.n1w, l.n1b, t.norm_eps);
             ggml_tensor * q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wq, h), t.head_dim, t.n_heads, n);
             ggml_tensor * k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wk, h), t.head_dim, t.n_kv_heads, n);
             ggml_tensor * v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wv, h), t.head_dim, t.n_kv_heads, n);
@@ -124,7 +121,7 @@ struct audio_encoder::impl {
             ggml_tensor * values = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));    // [n, hd, H]
             ggml_tensor * o = ggml_mul_mat(ctx, l.wo, attention(ctx, q, keys, values, mask));
             x = ggml_add(ctx, x, ggml_mul(ctx, o, l.s1));
-            h = layer_norm(ctx, x, l.n2w, l.n2b);
+            h = layer_norm(ctx, x, l.n2w, l.n2b, t.norm_eps);
             h = ggml_mul_mat(ctx, l.fc2, ggml_gelu_erf(ctx, ggml_mul_mat(ctx, l.fc1, h)));
             x = ggml_add(ctx, x, ggml_mul(ctx, h, l.s2));
         }
@@ -181,11 +178,8 @@ struct audio_encoder::impl {
         runner.allocate();
         ggml_backend_tensor_set(x, audio, 0, ggml_nbytes(x));
         std::vector<int32_t> p(t);
-        std::vector<float> mk(size_t(t) * t);
-        for (int64_t i = 0; i < t; ++i) {
-            p[i] = int32_t(i);
-            for (int64_t j = 0; j < t; ++j) mk[size_t(i) * t + j] = (j <= i && i - j < hp.sliding_window) ? 0.0f : -INFINITY;
-        }
+        for (int64_t i = 0; i < t; ++i) p[i] = int32_t(i);
+        const std::vector<float> mk = attention_mask(0, t, 0, t, t, hp.sliding_window);
         ggml_backend_tensor_set(pos, p.data(), 0, ggml_nbytes(pos));
         ggml_backend_tensor_set(mask, mk.data(), 0, ggml_nbytes(mask));
         runner.compute();

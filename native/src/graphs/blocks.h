@@ -1,8 +1,11 @@
 // Graph blocks every transformer here shares (the talker's and code predictor's Qwen3 layers, the
-// speech decoder's and the audio encoder's transformers): RMS norm, rotate-half RoPE, attention.
+// speech decoder's and the audio encoder's transformers): RMS norm, layer norm, rotate-half RoPE,
+// attention and its masks.
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "ggml.h"
 
@@ -11,6 +14,11 @@ namespace kazeia {
 // x normalised by its RMS over the first axis, times `weight`.
 inline ggml_tensor * rms_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor * weight, float eps) {
     return ggml_mul(ctx, ggml_rms_norm(ctx, x, eps), weight);
+}
+
+// x normalised over the first axis (mean and variance), times `weight`, plus `bias`.
+inline ggml_tensor * layer_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor * weight, ggml_tensor * bias, float eps) {
+    return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, eps), weight), bias);
 }
 
 // Rotate-half (NEOX) RoPE of x [head_dim, heads, n] at positions `pos` (I32 [n]).
@@ -35,6 +43,23 @@ ggml_tensor * attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * keys,
 inline ggml_tensor * attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * keys, ggml_tensor * values,
                                ggml_tensor * mask) {
     return attention(ctx, q, keys, values, mask, ggml_mul_mat);
+}
+
+// The mask of n queries at positions q0, q0 + 1, ... over n_kv keys, key j at position k0 + j: 0 where
+// the query may see the key (the key is one of the first `valid`, at a position >= 0, not after the
+// query and, when window > 0, fewer than `window` positions before it), -inf elsewhere. [n][n_kv]
+inline std::vector<float> attention_mask(int64_t q0, int64_t n, int64_t k0, int64_t n_kv, int64_t valid,
+                                         int64_t window = 0) {
+    std::vector<float> mask(size_t(n_kv) * size_t(n));
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t qp = q0 + i;
+        for (int64_t j = 0; j < n_kv; ++j) {
+            const int64_t kp = k0 + j;
+            const bool seen = j < valid && kp >= 0 && kp <= qp && (window <= 0 || qp - kp < window);
+            mask[size_t(i) * size_t(n_kv) + size_t(j)] = seen ? 0.0f : -INFINITY;
+        }
+    }
+    return mask;
 }
 
 }  // namespace kazeia

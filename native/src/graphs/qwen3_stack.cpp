@@ -94,18 +94,11 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
 }
 
 std::vector<float> causal_mask(int64_t pos0, int64_t n) {
-    const int64_t n_kv = pos0 + n;
-    std::vector<float> mask(size_t(n_kv) * n);
-    for (int64_t i = 0; i < n; ++i) {
-        for (int64_t j = 0; j < n_kv; ++j) mask[size_t(i) * n_kv + j] = j <= pos0 + i ? 0.0f : -INFINITY;
-    }
-    return mask;
+    return attention_mask(pos0, n, 0, pos0 + n, pos0 + n);
 }
 
 std::vector<float> step_mask(int64_t pos, int64_t n_kv) {
-    std::vector<float> mask(static_cast<size_t>(n_kv));
-    for (int64_t j = 0; j < n_kv; ++j) mask[size_t(j)] = j <= pos ? 0.0f : -INFINITY;
-    return mask;
+    return attention_mask(pos, 1, 0, n_kv, n_kv);
 }
 
 }  // namespace kazeia

@@ -533,7 +533,7 @@ struct speech_decoder_stream::impl {
             y = y ? ggml_add(g.ctx, y, yk) : yk;
         }
         y = ggml_add(g.ctx, y, c.dw_bias);
-        y = ggml_add(g.ctx, ggml_mul(g.ctx, ggml_norm(g.ctx, y, 1e-6f), c.norm_w), c.norm_b);
+        y = layer_norm(g.ctx, y, c.norm_w, c.norm_b, 1e-6f);
         y = ggml_gelu_erf(g.ctx, ggml_add(g.ctx, prod(g.ctx, c.pw1, y), c.pw1_b));
         y = ggml_add(g.ctx, prod(g.ctx, c.pw2, y), c.pw2_b);
         return ggml_add(g.ctx, x, ggml_mul(g.ctx, y, c.gamma));
@@ -646,15 +646,8 @@ struct speech_decoder_stream::impl {
         ggml_backend_tensor_set(t_pos, pos.data(), 0, ggml_nbytes(t_pos));
         // key j holds position (position - kv_lead + j); query i sees keys within the window,
         // never before 0 and never the padding
-        std::vector<float> mask(size_t(kv_padded) * n);
-        for (int64_t i = 0; i < n; ++i) {
-            const int64_t qp = position + i;
-            for (int64_t j = 0; j < kv_padded; ++j) {
-                const int64_t kp = position - kv_lead + j;
-                const bool ok = j < kv_lead + n && kp >= 0 && kp <= qp && qp - kp < hp.sliding_window;
-                mask[size_t(i) * kv_padded + j] = ok ? 0.0f : -INFINITY;
-            }
-        }
+        const std::vector<float> mask = attention_mask(position, n, position - kv_lead, kv_padded, kv_lead + n,
+                                                       hp.sliding_window);
         ggml_backend_tensor_set(t_mask, mask.data(), 0, ggml_nbytes(t_mask));
 
         if (opt.profile) {
