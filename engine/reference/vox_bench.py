@@ -21,6 +21,8 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parents[1]))   # engine/: proc_stats (standard library only)
 from proc_stats import machine_busy_seconds, peak_rss_mb  # noqa: E402
 
+SAMPLES_PER_FRAME = 1920   # the 12 Hz codec: 24 kHz / 12.5 frames a second
+
 
 def built_model(hf_dir: Path, cache: Path, version: str) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
@@ -39,10 +41,10 @@ def built_model(hf_dir: Path, cache: Path, version: str) -> Path:
 
 
 def run_once(engine, voice, text, frames, language):
-    """One streaming synthesis pulled a frame (1920 samples) at a time."""
+    """One streaming synthesis pulled a frame (SAMPLES_PER_FRAME samples) at a time."""
     before = engine.stats()["backend"]
     cpu0, busy0, t0 = os.times(), machine_busy_seconds(), time.perf_counter()
-    session = engine.session(voice, chunk_samples=1920, language=language, max_frames=frames, seed=1)
+    session = engine.session(voice, chunk_samples=SAMPLES_PER_FRAME, language=language, max_frames=frames, seed=1)
     session.feed(text)
     first, samples = None, 0
     for chunk in session:
