@@ -127,6 +127,9 @@ class Engine:
                           frame_seconds=1 / self.info.frame_rate)
         return plan, sampling, timings, start
 
+    def _prepare_request(self, r: Request):
+        return self.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
+
     def max_frames_for(self, plan: PromptPlan, sampling: SamplingParams) -> int:
         """Runaway guard: generous for slow speech, bounded by the model's own limit."""
         limit = int(self.info.sampling_defaults.get("max_new_tokens", 8192)) - 1
@@ -213,10 +216,7 @@ class Engine:
 
     def submit(self, request: Request, batcher: Batcher, decode_every: int = DECODE_EVERY) -> AudioStream:
         """`request` as a stream run by `batcher` (Engine.batcher)."""
-        plan, sampling, timings, start = self.prepare(request.text, request.speaker, request.language,
-                                                       request.instruct, request.voice, request.sampling,
-                                                       request.streaming_text)
-        return AudioStream(self, plan, sampling, timings, start, icl_codes(request.voice), decode_every,
+        return AudioStream(self, *self._prepare_request(request), icl_codes(request.voice), decode_every,
                            batcher=batcher)
 
     def synthesize_many(self, requests, max_batch: int | None = None) -> list[Result]:
@@ -227,8 +227,7 @@ class Engine:
         have ended."""
         batcher = Batcher(self, max_batch or max(self.max_batch, 2))
         requests = [r if isinstance(r, Request) else Request(**r) for r in requests]
-        prepared = [(self.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text),
-                     icl_codes(r.voice)) for r in requests]   # every request checked before any starts
+        prepared = [(self._prepare_request(r), icl_codes(r.voice)) for r in requests]   # all checked before any starts
         streams = [AudioStream(self, *p, prime, DECODE_EVERY, batcher=batcher) for p, prime in prepared]
         for s in streams:
             s.join()
