@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kazeia import _native
 
-LEVELS = ("auto", "avx512", "avx2", "generic")
+LEVELS = ("auto", "avx512", "avxvnni", "avx2", "generic")
 # the backend library each GPU flavour of ggml must hold (scripts/check_ggml_wheel.py checks builds)
 BACKEND_LIBRARIES = {"vulkan": "libggml-vulkan.so", "cuda": "libggml-cuda.so"}
 

@@ -3,7 +3,7 @@
 # reference (live, in its own venv .venv-ref), the workbench a second time on a virtual X display
 # (offscreen hides focus and window-system problems), then the placement and workbench tests again
 # with a real non-CPU ggml device: Vulkan on Mesa's lavapipe (a software GPU), and the engine's tests
-# at every lower CPU level of Kazeia's kernels (KAZEIA_CPU=avx2, generic). CI runs exactly this
+# at every lower CPU level of Kazeia's kernels (KAZEIA_CPU=avxvnni where the CPU has it, avx2, generic). CI runs exactly this
 # (.ci/run). KAZEIA_GGML other than vulkan skips the Vulkan pass.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,7 +27,7 @@ env -u GGML_VK_VISIBLE_DEVICES "${pytest[@]}" tests -ra "$@"
 # the engine's tests again (~2 min each), so the AVX2 and generic paths (most laptops; any other
 # CPU) are tested, not assumed. The reference and the workbench are not rerun.
 detected="$(.venv/bin/python -c 'from kazeia import _native; print(_native.cpu_level()["detected"])')"
-case "$detected" in avx512) lower=(avx2 generic) ;; avx2) lower=(generic) ;; *) lower=() ;; esac
+read -r -a lower <<< "$(.venv/bin/python -c 'from kazeia import _native; print(*_native.cpu_level()["available"][1:])')"
 for level in "${lower[@]}"; do
   echo "== kernels and parity at KAZEIA_CPU=$level (this CPU: $detected)"
   env -u GGML_VK_VISIBLE_DEVICES KAZEIA_CPU="$level" "${pytest[@]}" tests -q -ra -m "not slow" -k "not accel" \

@@ -246,7 +246,7 @@ def test_prompt_gemm_matches_ggml_and_the_exact_product():
                                  ("q6_k", 64, 1024, 8), ("q6_k", 1024, 3072, 67), ("q6_k", 160, 512, 11)]:
         applied, ggml, ours, exact = _native.compare_gemm_int8(type_, rows, cols, n, seed=rows)
         if not applied:
-            pytest.skip("the GEMM needs AVX-512 VNNI" + at_cpu_level())
+            pytest.skip("the GEMM needs AVX-512 VNNI or AVX-VNNI" + at_cpu_level())
         assert ggml.shape == ours.shape == exact.shape == (n, rows)
         if type_ == "q8_0":
             assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (type_, rows, cols, n)
@@ -273,7 +273,7 @@ def test_lanes_layout_matches_ggml_and_is_the_same_for_any_batch():
                                  ("q5_k", 160, 512, 11), ("q5_k", 1024, 3072, 67)]:
         applied, ggml, batch, alone = _native.compare_lanes(type_, rows, cols, n, seed=rows + n)
         if not applied:
-            pytest.skip("the lanes layout needs AVX-512 VNNI" + at_cpu_level())
+            pytest.skip("the lanes layout needs AVX-512 VNNI or AVX-VNNI" + at_cpu_level())
         assert ggml.shape == batch.shape == alone.shape == (n, rows)
         assert np.array_equal(batch, alone), (type_, rows, cols, n)
         if type_ == "q8_0":
@@ -302,7 +302,7 @@ def test_weights_sharing_one_launch_give_the_products_each_gives_alone():
                                  ("q5_k", 1024, 1024, 67)]:
         applied, one, split = _native.compare_lanes_fused(type_, rows, cols, n, seed=rows + n)
         if not applied:
-            pytest.skip("the lanes layout needs AVX-512 VNNI" + at_cpu_level())
+            pytest.skip("the lanes layout needs AVX-512 VNNI or AVX-VNNI" + at_cpu_level())
         assert one.shape == split.shape == (n, rows)
         assert np.array_equal(one, split), (type_, rows, cols, n)
         assert np.abs(one).max() > 0
@@ -342,8 +342,39 @@ def test_lanes_copies_in_huge_pages_or_not_give_the_same_products():
     for r in runs:
         assert r.returncode == 0, r.stderr[-2000:]
     if runs[0].stdout.startswith("[False"):
-        pytest.skip("the lanes layout needs AVX-512 VNNI" + at_cpu_level())
+        pytest.skip("the lanes layout needs AVX-512 VNNI or AVX-VNNI" + at_cpu_level())
     assert runs[0].stdout == runs[1].stdout and len(runs[0].stdout) > 1000
+
+
+def _lanes_products_at(level: str) -> str | None:
+    """compare_lanes' products (every type, a step, a batch and a prompt, with the prompt GEMM) in a
+    process at KAZEIA_CPU=level, as hex; None where that level has no lanes kernel on this CPU."""
+    import os
+    import subprocess
+    import sys
+    script = ("import sys, numpy as np; from kazeia import _native; "
+              "cases = [(t, r, k, n) for t in ('q8_0', 'q6_k', 'q5_k') for r, k, n in ((64, 1024, 1), (48, 512, 5), (96, 1024, 19))]; "
+              "res = [_native.compare_lanes(*c, seed=7) for c in cases] + [_native.compare_gemm_int8('q8_0', 96, 1024, 19, seed=7), "
+              "_native.compare_gemm_int8('q6_k', 64, 512, 9, seed=7)]; "
+              "sys.stdout.write('-' if not all(r[0] for r in res) else "
+              "'|'.join(np.ascontiguousarray(r[2]).tobytes().hex() for r in res))")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "KAZEIA_CPU": level})
+    assert r.returncode == 0, r.stderr[-2000:]
+    return None if r.stdout == "-" else r.stdout
+
+
+def test_the_lanes_kernels_forms_give_the_same_numbers():
+    """The lanes layout has a 512-bit form (AVX-512 VNNI) and a 256-bit one (AVX-VNNI, two registers
+    per 16 rows) over the same bytes: a model laid out once must give the same numbers, bit for bit,
+    whichever form a CPU runs, for steps, batches and prompts of every type."""
+    if "avxvnni" not in _native.cpu_level()["available"]:
+        pytest.skip("the 256-bit form needs AVX-VNNI" + at_cpu_level())
+    wide, narrow = _lanes_products_at("avx512"), _lanes_products_at("avxvnni")
+    if wide is None:
+        pytest.skip("the 512-bit form needs AVX-512 VNNI" + at_cpu_level())
+    assert narrow is not None and len(narrow) > 10000
+    assert wide == narrow
 
 
 def test_prefill_attention_matches_ggml():
@@ -371,7 +402,8 @@ def test_kernels_follow_the_cpu_level():
         assert _native.compare_gemv_k_quant(type_, 64, 1024, 1, seed=1)[0] == active["gemv_k_quants"]
     assert _native.compare_gemm_int8("q8_0", 64, 1024, 16, seed=1)[0] == active["gemm_int8"]
     for type_ in ("q8_0", "q6_k", "q5_k"):
-        assert _native.compare_lanes(type_, 64, 1024, 2, seed=1)[0] == active["lanes"], type_
+        assert _native.compare_lanes(type_, 64, 1024, 2, seed=1)[0] == (active["lanes"] or active["lanes_avxvnni"]), type_
+    assert not (active["lanes"] and active["lanes_avxvnni"])   # one form per process
     assert _native.compare_gemm_bf16(64, 64, 4, seed=1)[0] == active["gemm_bf16"]
     assert _native.compare_prefill_attention(64, 4, 2, 8, 0, seed=1)[0] == active["prefill_attention"]
     if level["level"] == "generic":

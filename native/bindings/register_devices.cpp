@@ -63,6 +63,9 @@ void register_devices(py::module_ & m) {
         d["level"] = cpu_level_name(cpu_level_in_force());   // raises ValueError on a bad KAZEIA_CPU
         d["detected"] = cpu_level_name(cpu_level_detected());
         d["requested"] = cpu_level_requested();
+        py::list levels;
+        for (cpu_level l : cpu_levels_available()) levels.append(cpu_level_name(l));
+        d["available"] = levels;
         py::list kernels;
         for (const kernel_status & k : kernel_statuses()) {
             py::dict e;

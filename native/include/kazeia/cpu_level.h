@@ -1,5 +1,5 @@
 // The CPU level Kazeia's own kernels may use, detected at run time and capped by KAZEIA_CPU
-// (auto | avx512 | avx2 | generic), so that every level's kernels can be tested on one machine and a
+// (auto | avx512 | avxvnni | avx2 | generic), so that every level's kernels can be tested on one machine and a
 // user can rule out a kernel. The cap never raises the level above what the CPU has. ggml's own
 // kernels are not capped: they run at what ggml was built for (setup.sh: this CPU).
 #pragma once
@@ -10,17 +10,21 @@
 
 namespace kazeia {
 
-enum class cpu_level { generic = 0, avx2 = 1, avx512 = 2 };
+enum class cpu_level { generic = 0, avx2 = 1, avxvnni = 2, avx512 = 3 };
 
-// What this CPU has: avx512 = AVX-512 F/BW/VL (with AVX2, FMA, F16C), avx2 = AVX2, FMA and F16C.
+// What this CPU has: avx512 = AVX-512 F/BW/VL (with AVX2, FMA, F16C); avxvnni = AVX2, FMA, F16C and
+// AVX-VNNI without AVX-512 (Intel laptops and desktops from Alder Lake on); avx2 = AVX2, FMA and F16C.
 cpu_level cpu_level_detected();
 // The level in force: the detected one capped by KAZEIA_CPU, read once per process (weights laid
-// out for one level's kernels cannot be read by another's). A value that is not one of the four
-// names throws std::invalid_argument naming it (a bad value is not kept: the next call reads again).
+// out for one level's kernels cannot be read by another's). A cap of avxvnni on a CPU without
+// AVX-VNNI gives avx2. A value that is not one of the five names throws std::invalid_argument naming it (a bad value is not kept: the next call reads again).
 cpu_level cpu_level_in_force();
 // The requested cap as written ("auto" when KAZEIA_CPU is unset or empty).
 std::string cpu_level_requested();
 const char * cpu_level_name(cpu_level level);
+// The levels KAZEIA_CPU can give on this CPU, highest first (the detected one, then each lower one
+// whose features it has): what the tests run at.
+std::vector<cpu_level> cpu_levels_available();
 
 // Whether a kernel needing `level` and the CPU features `features` (names as
 // __builtin_cpu_supports takes them, e.g. "avx512vnni") may run: the level in force is at least

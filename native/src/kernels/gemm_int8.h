@@ -1,20 +1,20 @@
-// Products with int8 weights in register lanes (AVX-512 VNNI): 16 weight rows sit in the 16 lanes
-// of a register, four values each, so one vpdpbusd multiplies 64 weights by four values of a
-// column broadcast to every lane. Integer sums are exact per scale group (32 values for q8_0, 16
-// for q6_K); the weights are stored as w + 128 (unsigned), whose extra 128 x (the column's group
-// sum) comes off exactly, and each group is scaled into float accumulators once, in group order
-// (q5_K: values stored as they are, 0..31; its mins take the column's block sums).
-// A column's result is therefore the same whatever other columns share the launch: the talker's
-// and code predictor's steps, batches of sequences and a prompt's rows all use one arithmetic.
+// Products with int8 weights in register lanes (AVX-512 VNNI, or AVX-VNNI: kernels/lanes_tiles.h):
+// 16 weight rows sit in the 16 lanes of a register (or two), four values each, so one vpdpbusd
+// multiplies 64 weights by four values of a column broadcast to every lane. Integer sums are exact
+// per scale group (32 values for q8_0, 16 for q6_K); the weights are stored as w + 128 (unsigned),
+// whose extra 128 x (the column's group sum) comes off exactly, and each group is scaled into float
+// accumulators once, in group order (q5_K: values stored as they are, 0..31; its mins take the
+// column's block sums). A column's result is therefore the same whatever other columns share the
+// launch: the talker's and code predictor's steps, batches of sequences and a prompt's rows all use
+// one arithmetic.
 //
 // Two ways in:
-// - `lanes` weights: q8_0, q6_K and q5_K matrices rearranged once at load, at the same size (q8_0:
-//   per 16 rows and 32 values, 512 bytes of values and 16 fp16 scales; q6_K, q5_K: see
-//   gemm_int8.cpp). A
-//   one-column step then costs about one instruction per 64 weights (q8_0; q6_K adds three to
-//   unpack 6-bit values) where the row-by-row kernels need six per 32, so steps become bound by
-//   memory, and a batch of B columns reads each weight once. Several lanes weights that read the
-//   same input (a layer's q, k and v; gate and up) can share one launch (lanes_products).
+// - `lanes` weights: q8_0, q6_K and q5_K matrices rearranged once at load, at the same size
+//   (kernels/lanes_layout.h). A one-column step then costs about one instruction per 64 weights
+//   (q8_0; q6_K adds three to unpack 6-bit values) where the row-by-row kernels need six per 32, so
+//   steps become bound by memory, and a batch of B columns reads each weight once. Several lanes
+//   weights that read the same input (a layer's q, k and v; gate and up) can share one launch
+//   (lanes_products).
 // - row-layout q8_0 and q6_K weights with many columns (a prompt's rows, when a weight was not
 //   rearranged): each tile of 32 rows is rearranged into a scratch buffer once and used by every
 //   column (ggml's q8_0 GEMM reaches about 220 GFLOP/s on two cores here, its q6_K one about 120).
@@ -35,15 +35,13 @@ bool gemm_int8_available();
 
 // w (row layout): q8_0 or q6_K [K, N], x: f32 [K, n] -> f32 [N, n]; nullptr when it does not apply
 // (another type, N not a multiple of 16, K not a multiple of 64 or not whole blocks, x not 2-D
-// contiguous, a CPU without AVX-512 VNNI): use another product.
+// contiguous, a CPU level without the lanes kernels): use another product.
 ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
-// Weights in the lanes layout: which q8_0, q6_K and q5_K matrices can be rearranged on this CPU, the
-// rearrangement of w's data from src to dst (the same size; they may be the same memory), and a
-// registry of the tensors holding it (by data address), which no other product may read.
+// Weights in the lanes layout: which q8_0, q6_K and q5_K matrices can be rearranged on this CPU
+// (lanes::pack does it), and a registry of the tensors holding it (by data address), which no other
+// product may read.
 bool lanes_eligible(const ggml_tensor * w);
-void lanes_pack(const ggml_tensor * w, const void * src, void * dst);
-void lanes_pack_q8_0(const void * src, void * dst, int64_t k, int64_t rows);
 void mark_lanes(const ggml_tensor * w, bool lanes = true);   // false: its memory is about to go
 bool is_lanes(const ggml_tensor * w);
 

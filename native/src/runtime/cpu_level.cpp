@@ -19,6 +19,7 @@ bool has(const char * feature) {
     if (f == "avx512vl") return __builtin_cpu_supports("avx512vl");
     if (f == "avx512vnni") return __builtin_cpu_supports("avx512vnni");
     if (f == "avx512bf16") return __builtin_cpu_supports("avx512bf16");
+    if (f == "avxvnni") return __builtin_cpu_supports("avxvnni");
     throw std::logic_error(std::string("cpu_level: unknown CPU feature ") + feature);
 #else
     (void)feature;
@@ -29,6 +30,7 @@ bool has(const char * feature) {
 cpu_level detect() {
     if (!(has("avx2") && has("fma") && has("f16c"))) return cpu_level::generic;
     if (has("avx512f") && has("avx512bw") && has("avx512vl")) return cpu_level::avx512;
+    if (has("avxvnni")) return cpu_level::avxvnni;
     return cpu_level::avx2;
 }
 
@@ -50,11 +52,13 @@ cpu_level cpu_level_in_force() {
     const std::string asked = cpu_level_requested();
     cpu_level cap;
     if (asked == "auto" || asked == "avx512") cap = cpu_level::avx512;
+    else if (asked == "avxvnni") cap = cpu_level::avxvnni;
     else if (asked == "avx2") cap = cpu_level::avx2;
     else if (asked == "generic") cap = cpu_level::generic;
-    else throw std::invalid_argument("KAZEIA_CPU=" + asked + ": choose auto, avx512, avx2 or generic");
+    else throw std::invalid_argument("KAZEIA_CPU=" + asked + ": choose auto, avx512, avxvnni, avx2 or generic");
     const cpu_level have = cpu_level_detected();
-    const cpu_level level = static_cast<int>(cap) < static_cast<int>(have) ? cap : have;
+    cpu_level level = static_cast<int>(cap) < static_cast<int>(have) ? cap : have;
+    if (level == cpu_level::avxvnni && !has("avxvnni")) level = cpu_level::avx2;   // an AVX-512 CPU without it
     kept.store(static_cast<int>(level), std::memory_order_relaxed);
     return level;
 }
@@ -75,9 +79,19 @@ const measurement_switches & measurement_switches_in_force() {
 const char * cpu_level_name(cpu_level level) {
     switch (level) {
         case cpu_level::avx512: return "avx512";
+        case cpu_level::avxvnni: return "avxvnni";
         case cpu_level::avx2: return "avx2";
         default: return "generic";
     }
+}
+
+std::vector<cpu_level> cpu_levels_available() {
+    std::vector<cpu_level> out;
+    for (int l = static_cast<int>(cpu_level_detected()); l >= 0; --l) {
+        const auto level = static_cast<cpu_level>(l);
+        if (level != cpu_level::avxvnni || has("avxvnni")) out.push_back(level);
+    }
+    return out;
 }
 
 bool cpu_allows(cpu_level level, std::initializer_list<const char *> features) {
@@ -95,35 +109,25 @@ bool cpu_allows(cpu_level level, std::initializer_list<const char *> features) {
 }
 
 std::vector<kernel_status> kernel_statuses() {
-    struct entry {
-        const char * id;
-        const char * name;
-        const char * needs;
-        cpu_level level;
-        std::initializer_list<const char *> features;
-        const char * otherwise;
-    };
-    const entry entries[] = {
-        {"lanes", "lanes q8_0/q6_K/q5_K (weights re-laid at load; steps, batches, prompts)", "avx512 + AVX-512 VNNI",
-         cpu_level::avx512, {"avx512vnni"},
+    // the lanes kernels take one form per process: the 512-bit one where both may run
+    const bool lanes512 = cpu_allows(cpu_level::avx512, {"avx512vnni"});
+    const bool lanes256 = !lanes512 && cpu_allows(cpu_level::avxvnni, {"avxvnni"});
+    return {
+        {"lanes", "lanes q8_0/q6_K/q5_K (weights re-laid at load; steps, batches, prompts), 512-bit form",
+         "avx512 + AVX-512 VNNI", lanes512, "the 256-bit form below where it runs"},
+        {"lanes_avxvnni", "lanes q8_0/q6_K/q5_K, 256-bit form (the same layout and numbers)", "avxvnni + AVX-VNNI", lanes256,
          "weights stay in the file's layout: the one-column kernels below for steps (and q6_K/q5_K "
          "prompts), ggml's mul_mat for q8_0 prompts and for q4_K"},
-        {"gemm_int8", "int8 GEMM for prompts (row-layout q8_0/q6_K)", "avx512 + AVX-512 VNNI", cpu_level::avx512, {"avx512vnni"},
+        {"gemm_int8", "int8 GEMM for prompts (row-layout q8_0/q6_K)", "either lanes form", lanes512 || lanes256,
          "ggml's mul_mat (its q8_0/q6_K vec_dot, llamafile where built)"},
-        {"gemv_q8_0_vnni", "one-column q8_0 (VNNI form)", "avx512 + AVX-512 VNNI", cpu_level::avx512, {"avx512vnni"},
-         "the AVX2 form of the same kernel"},
-        {"gemv_q8_0", "one-column q8_0 (AVX2 form)", "avx2", cpu_level::avx2, {}, "ggml's q8_0 vec_dot"},
-        {"gemv_k_quants", "one-column q6_K and q5_K (row layout)", "avx2", cpu_level::avx2, {},
+        {"gemv_q8_0_vnni", "one-column q8_0 (VNNI form)", "avx512 + AVX-512 VNNI", lanes512, "the AVX2 form of the same kernel"},
+        {"gemv_q8_0", "one-column q8_0 (AVX2 form)", "avx2", cpu_allows(cpu_level::avx2), "ggml's q8_0 vec_dot"},
+        {"gemv_k_quants", "one-column q6_K and q5_K (row layout)", "avx2", cpu_allows(cpu_level::avx2),
          "ggml's q6_K and q5_K vec_dot"},
-        {"gemm_bf16", "bf16 GEMM and convolution (decoder)", "avx512 + AVX-512 BF16", cpu_level::avx512, {"avx512bf16"},
+        {"gemm_bf16", "bf16 GEMM and convolution (decoder)", "avx512 + AVX-512 BF16", cpu_allows(cpu_level::avx512, {"avx512bf16"}),
          "bf16 decoder weights re-laid as f16 at load (exact in range), ggml's f16 mul_mat over im2col"},
-        {"prefill_attention", "prompt attention", "avx512", cpu_level::avx512, {}, "ggml's mul_mat, soft_max and mul_mat"},
+        {"prefill_attention", "prompt attention", "avx512", cpu_allows(cpu_level::avx512), "ggml's mul_mat, soft_max and mul_mat"},
     };
-    std::vector<kernel_status> out;
-    for (const entry & e : entries) {
-        out.push_back({e.id, e.name, e.needs, cpu_allows(e.level, e.features), e.otherwise});
-    }
-    return out;
 }
 
 }  // namespace kazeia

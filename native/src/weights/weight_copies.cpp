@@ -9,6 +9,7 @@
 #include "kazeia/cpu_level.h"
 #include "kazeia/model.h"
 #include "kernels/gemm_int8.h"
+#include "kernels/lanes_layout.h"
 
 namespace kazeia {
 namespace {
@@ -101,7 +102,7 @@ ggml_tensor * weight_copies::operator()(ggml_tensor * t) {
                 ggml_backend_buffer_set_usage(own, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
                 buffers_.push_back(own);
             }
-            lanes_pack(t, t->data, copy->data);
+            lanes::pack(t, t->data, copy->data);
             ++copies_;
             mark_lanes(copy);
             lanes_.push_back(copy);
