@@ -426,9 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--cpu", type=lambda v: [x.strip() for x in v.split(",") if x.strip()], default=None,
                    metavar="LEVEL,...", help="also run at these CPU levels of Kazeia's kernels (avx512, avxvnni, avx2, generic; "
                                             "KAZEIA_CPU), beside the default, alternating, one process per run")
-    b.add_argument("--ggml-lib", default=None, metavar="DIR",
-                   help="with --cpu: run the other levels on the ggml libraries in DIR (e.g. the PyPI wheel's AVX2 build), "
-                        "so that ggml's kernels stop at that level too")
+    b.add_argument("--ggml-lib", default=None, metavar="DIR|LEVEL=DIR,...",
+                   help="with --cpu: run the other levels on the ggml libraries in DIR (e.g. a build for AVX2 alone), "
+                        "or each named level on its own (avxvnni=DIR1,avx2=DIR2), so that ggml's kernels stop at "
+                        "that level too")
     b.add_argument("--batch", type=batch_sizes, default=None, metavar="B,B,...",
                    help="many voices at once: time batches of these sizes (with 1) side by side: per-stream ms per "
                         "frame, aggregate frames per second and RTF, peak RSS")

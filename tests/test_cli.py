@@ -268,6 +268,22 @@ def test_bench_cpu_levels_side_by_side(tmp_path):
     assert result["machine"]["cpu"] and result["machine"]["ggml_build"]
     r = kazeia("bench", "--model", "demo", "--cpu", "sse9", env=env)
     assert r.returncode == 2 and "--cpu sse9" in r.stderr and "Traceback" not in r.stderr
+    for spec, named in [("generic=/nonexistent", "/nonexistent is not a folder"), (f"avx512={tmp_path}", "LEVEL=DIR")]:
+        r = kazeia("bench", "--model", "demo", "--cpu", "generic", "--ggml-lib", spec, env=env)
+        assert r.returncode == 2 and named in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_bench_ggml_builds_per_level(tmp_path):
+    """--ggml-lib names one build for every level but the default, or one per level."""
+    from kazeia.engine.bench.levels import ggml_libs_by_level
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    levels = ["auto", "avxvnni", "avx2"]
+    assert ggml_libs_by_level(None, levels) == {"auto": None, "avxvnni": None, "avx2": None}
+    assert ggml_libs_by_level(str(a), levels) == {"auto": None, "avxvnni": str(a), "avx2": str(a)}
+    assert ggml_libs_by_level(f"avxvnni={a},avx2={b}", levels) == {"auto": None, "avxvnni": str(a), "avx2": str(b)}
+    with pytest.raises(ValueError, match="auto="):
+        ggml_libs_by_level(f"auto={a}", levels)
 
 
 def test_per_stage_type_mix_on_the_command_line(tmp_path):

@@ -16,12 +16,13 @@ DEFAULT = "auto"
 
 def _one_run(level: str, size: str, out_type: str, decoder_type: str, frames: int, threads: int | None,
              model_path: str | None, ggml_lib: str | None) -> dict:
+    """`ggml_lib`: the folder of the ggml build this level runs on (None: the environment's)."""
     cmd = [sys.executable, "-m", "kazeia.engine", "bench", "--size", size, "--type", out_type, "--decoder-type",
            decoder_type, "--frames", str(frames), "--no-peers", "--no-reference", "--json", "-", "-q"]
     cmd += ["--threads", str(threads)] if threads else []
     cmd += ["--model", model_path] if model_path else []
     env = {**os.environ, "KAZEIA_CPU": level}
-    if ggml_lib and level != DEFAULT:   # another ggml build for the other levels (the extension's RUNPATH yields to it)
+    if ggml_lib:   # another ggml build (the extension's RUNPATH yields to it)
         env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (ggml_lib, env.get("LD_LIBRARY_PATH", "")) if p)
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
     if r.returncode != 0:
@@ -29,23 +30,44 @@ def _one_run(level: str, size: str, out_type: str, decoder_type: str, frames: in
     return json.loads(r.stdout)
 
 
+def ggml_libs_by_level(spec: str | None, levels) -> dict[str, str | None]:
+    """--ggml-lib: one DIR for every level but the default, or LEVEL=DIR pairs (comma-separated) for
+    a build per level. ValueError names a level that is not being run or a folder that is missing."""
+    out: dict[str, str | None] = {lv: None for lv in levels}
+    if not spec:
+        return out
+    pairs = [p.strip() for p in spec.split(",") if p.strip()]
+    if all("=" not in p for p in pairs) and len(pairs) == 1:
+        pairs = [f"{lv}={pairs[0]}" for lv in levels if lv != DEFAULT]
+    for pair in pairs:
+        level, sep, folder = pair.partition("=")
+        if not sep or level not in out or level == DEFAULT:
+            raise ValueError(f"--ggml-lib {pair}: expected DIR or LEVEL=DIR for a level of --cpu "
+                             f"({', '.join(lv for lv in levels if lv != DEFAULT)})")
+        if not os.path.isdir(folder):
+            raise ValueError(f"--ggml-lib {pair}: {folder} is not a folder")
+        out[level] = folder
+    return out
+
+
 def bench_levels(levels: tuple[str, ...], size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f16",
                  frames: int = 50, threads: int | None = None, runs: int = 1, model_path: str | None = None,
                  progress: bool = True, ggml_lib: str | None = None) -> dict:
-    """`ggml_lib`: a folder with another ggml build's libraries (e.g. the PyPI wheel's, built for
-    AVX2 alone) for the levels other than the default, so that ggml's own kernels are capped too, as
-    on a CPU that really stops at that level."""
+    """`ggml_lib` (ggml_libs_by_level): another ggml build's libraries (e.g. one built for AVX2 alone)
+    for the levels other than the default, or one per level, so that ggml's own kernels are capped
+    too, as on a CPU that really stops at that level."""
     from ..platform_info import LEVELS, machine_info
     bad = [lv for lv in levels if lv not in LEVELS]
     if bad:
         raise ValueError(f"--cpu {bad[0]}: choose among {', '.join(LEVELS)}")
     order = [DEFAULT, *[lv for lv in levels if lv != DEFAULT]]
+    libs = ggml_libs_by_level(ggml_lib, order)
     seen: dict[str, list[dict]] = {lv: [] for lv in order}
     for i in range(runs):
         for lv in order if i % 2 == 0 else reversed(order):   # alternating: no level always goes first
             if progress:
                 print(f"run {i + 1}/{runs} at KAZEIA_CPU={lv}", file=sys.stderr, flush=True)
-            seen[lv].append(_one_run(lv, size, out_type, decoder_type, frames, threads, model_path, ggml_lib))
+            seen[lv].append(_one_run(lv, size, out_type, decoder_type, frames, threads, model_path, libs[lv]))
     out: dict = {"stage": "cpu_levels", "size": size, "type": out_type, "decoder_type": decoder_type, "frames": frames,
                  "runs": runs, "machine": machine_info(), "levels": {}}
     for lv, results in seen.items():
