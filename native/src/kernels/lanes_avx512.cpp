@@ -46,8 +46,10 @@ struct V {
     static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
     static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
     static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
-    // low + 16 in the bytes whose bit is set in mask
-    static I add16_where(I low, uint64_t mask) { return _mm512_mask_add_epi8(low, _cvtu64_mask64(mask), low, bytes(16)); }
+    // low + 16 in the bytes whose bit U is set in fifth (vptestmb, then a masked add)
+    template <int U> static I add_fifth_bit(I low, I fifth) {
+        return _mm512_mask_add_epi8(low, _mm512_test_epi8_mask(fifth, bytes(char(1 << U))), low, bytes(16));
+    }
 
     // One kind of 6-bit value of a q5_K super-block (scales or mins: 96 bytes at src) as 128 bytes at
     // out, sub-block j's 16 rows at out + 16 j (kernels/lanes_layout.h).

@@ -60,15 +60,16 @@ struct V {
     static F fmadd(F a, F b, F c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
     static F fnmadd(F a, F b, F c) { return {_mm256_fnmadd_ps(a.lo, b.lo, c.lo), _mm256_fnmadd_ps(a.hi, b.hi, c.hi)}; }
 
-    // 32 bits of a mask -> 32 bytes, 16 where the byte's bit is set
-    static __m256i sixteen_where(uint32_t mask) {
-        const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(int32_t(mask)),
-            _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
-        const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
-        return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
-    }
-    static I add16_where(I low, uint64_t mask) {
-        return {_mm256_add_epi8(low.lo, sixteen_where(uint32_t(mask))), _mm256_add_epi8(low.hi, sixteen_where(uint32_t(mask >> 32)))};
+    // low + 16 in the bytes whose bit U is set in fifth: bit U moved to bit 4 (16-bit shifts: bit 4
+    // of a byte then only ever comes from that byte), or-ed in
+    template <int U> static I add_fifth_bit(I low, I fifth) {
+        I at4;
+        if constexpr (U <= 4) {
+            at4 = shl16<4 - U>(fifth);
+        } else {
+            at4 = shr16<U - 4>(fifth);
+        }
+        return or_(low, and_(at4, bytes(0x10)));
     }
 
     // One kind of 6-bit value of a q5_K super-block (scales or mins: 96 bytes at src) as 128 bytes at

@@ -192,10 +192,10 @@ void pack_q5_k_panel(const uint8_t * src, int64_t k, uint8_t * dst, std::vector<
             block64 q[8];
             for (int u = 0; u < 8; ++u) q[u] = word_of_rows(values.data(), k, sb * 64 + 8 * j + u);
             uint8_t * sub = out + k_q5_head_bytes + j * k_q5_sub_bytes;
-            for (int u = 0; u < 8; ++u) {
-                uint64_t fifth = 0;
-                for (int b = 0; b < 64; ++b) fifth |= uint64_t((q[u].b[b] >> 4) & 1) << b;
-                std::memcpy(sub + 256 + 8 * u, &fifth, 8);
+            for (int b = 0; b < 64; ++b) {
+                uint8_t fifth = 0;
+                for (int u = 0; u < 8; ++u) fifth = uint8_t(fifth | (((q[u].b[b] >> 4) & 1) << u));
+                sub[256 + b] = fifth;
             }
             for (int i = 0; i < 4; ++i) {
                 for (int b = 0; b < 64; ++b) sub[64 * i + b] = uint8_t((q[2 * i].b[b] & 0xF) | ((q[2 * i + 1].b[b] & 0xF) << 4));

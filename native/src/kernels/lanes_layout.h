@@ -31,8 +31,8 @@ constexpr int64_t k_q6_group_bytes = 208, k_q6_super_bytes = 32 + 16 * k_q6_grou
 // scales, then mins (per kind 128 values, value v = 16 x sub-block + row: low four bits of v and
 // v + 64 in one byte, 64 bytes; top two bits of v, v + 32, v + 64 and v + 96 in one byte, 32
 // bytes); then per sub-block of 32 values the eight value blocks' low nibbles two to a byte (256
-// bytes) and their fifth bits, a 64-bit mask per block (64 bytes): 2816 bytes, exactly the 16 rows'
-// q5_K blocks. A weight is d sc q - dmin m with q in 0..31, so a sub-block adds
+// bytes) and their fifth bits, byte b holding block u's in bit u (64 bytes: a shift and a mask give
+// a block's, in either register width): 2816 bytes, exactly the 16 rows' q5_K blocks. A weight is d sc q - dmin m with q in 0..31, so a sub-block adds
 // d sc xs (q . x) - dmin m xs (the sum of its 32 values): the column's q8_0 blocks are the sub-blocks.
 constexpr int64_t k_q5_sub_bytes = 320, k_q5_head_bytes = 64 + 2 * 96;
 constexpr int64_t k_q5_super_bytes = k_q5_head_bytes + 8 * k_q5_sub_bytes;
