@@ -236,6 +236,15 @@ def test_k_quant_one_column_kernel_matches_ggml(type_):
         assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (rows, cols, n)
 
 
+def lanes_types() -> set[str]:
+    """The weight types with a lanes form at the CPU level in force: all three with VNNI (512- or
+    256-bit), q6_K and q5_K with AVX2 alone (its multiply-adds are exact for their values only)."""
+    active = {k["id"]: k["active"] for k in _native.cpu_level()["kernels"]}
+    if active["lanes"] or active["lanes_avxvnni"]:
+        return {"q8_0", "q6_k", "q5_k"}
+    return {"q6_k", "q5_k"} if active["lanes_avx2"] else set()
+
+
 def test_prompt_gemm_matches_ggml_and_the_exact_product():
     """A prompt's products (8 columns and more) take Kazeia's int8 GEMM: 32 weight rows unpacked once
     into register lanes, exact integer sums per scale group. q8_0: the columns are quantised as ggml
@@ -272,17 +281,20 @@ def test_lanes_layout_matches_ggml_and_is_the_same_for_any_batch():
                                  ("q5_k", 16, 256, 1), ("q5_k", 48, 1024, 1), ("q5_k", 2048, 1024, 4),
                                  ("q5_k", 160, 512, 11), ("q5_k", 1024, 3072, 67)]:
         applied, ggml, batch, alone = _native.compare_lanes(type_, rows, cols, n, seed=rows + n)
+        if not lanes_types():
+            pytest.skip("the lanes layout needs AVX2" + at_cpu_level())
+        assert applied == (type_ in lanes_types()), type_
         if not applied:
-            pytest.skip("the lanes layout needs AVX-512 VNNI or AVX-VNNI" + at_cpu_level())
+            continue
         assert ggml.shape == batch.shape == alone.shape == (n, rows)
         assert np.array_equal(batch, alone), (type_, rows, cols, n)
         if type_ == "q8_0":
             assert np.abs(ggml - batch).max() <= 1e-5 * np.abs(ggml).max(), (rows, cols, n)
             continue
         # the product with the weights dequantised to f32 (same seed: the same matrix and columns)
-        _, ggml_again, gemm, exact = _native.compare_gemm_int8(type_, rows, cols, n, seed=rows + n)
+        gemm_applied, ggml_again, gemm, exact = _native.compare_gemm_int8(type_, rows, cols, n, seed=rows + n)
         assert np.array_equal(ggml_again, ggml)
-        if type_ == "q6_k" and n >= 2 and rows % 32 == 0:
+        if gemm_applied and type_ == "q6_k" and n >= 2 and rows % 32 == 0:
             assert np.array_equal(gemm, batch), (rows, cols, n)
         rms = np.sqrt((exact ** 2).mean())
         assert np.sqrt(((batch - exact) ** 2).mean()) <= np.sqrt(((ggml - exact) ** 2).mean()) * 1.001, (type_, rows, n)
@@ -301,8 +313,11 @@ def test_weights_sharing_one_launch_give_the_products_each_gives_alone():
                                  ("q6_k", 2048, 1024, 4), ("q6_k", 160, 512, 11), ("q5_k", 64, 512, 1),
                                  ("q5_k", 1024, 1024, 67)]:
         applied, one, split = _native.compare_lanes_fused(type_, rows, cols, n, seed=rows + n)
+        if not lanes_types():
+            pytest.skip("the lanes layout needs AVX2" + at_cpu_level())
+        assert applied == (type_ in lanes_types()), type_
         if not applied:
-            pytest.skip("the lanes layout needs AVX-512 VNNI or AVX-VNNI" + at_cpu_level())
+            continue
         assert one.shape == split.shape == (n, rows)
         assert np.array_equal(one, split), (type_, rows, cols, n)
         assert np.abs(one).max() > 0
@@ -341,21 +356,22 @@ def test_lanes_copies_in_huge_pages_or_not_give_the_same_products():
                            env={**os.environ, **extra}) for extra in ({}, {"KAZEIA_NO_HUGE_PAGES": "1"})]
     for r in runs:
         assert r.returncode == 0, r.stderr[-2000:]
-    if runs[0].stdout.startswith("[False"):
-        pytest.skip("the lanes layout needs AVX-512 VNNI or AVX-VNNI" + at_cpu_level())
+    if runs[0].stdout.startswith("[False, False, False]"):
+        pytest.skip("the lanes layout needs AVX2" + at_cpu_level())
     assert runs[0].stdout == runs[1].stdout and len(runs[0].stdout) > 1000
 
 
-def _lanes_products_at(level: str) -> str | None:
-    """compare_lanes' products (every type, a step, a batch and a prompt, with the prompt GEMM) in a
-    process at KAZEIA_CPU=level, as hex; None where that level has no lanes kernel on this CPU."""
+def _lanes_products_at(level: str, types: tuple[str, ...], gemm: bool) -> str | None:
+    """compare_lanes' products of `types` (a step, a batch and a prompt each), and with `gemm` the
+    prompt GEMM's, in a process at KAZEIA_CPU=level, as hex; None where a kernel did not run."""
     import os
     import subprocess
     import sys
     script = ("import sys, numpy as np; from kazeia import _native; "
-              "cases = [(t, r, k, n) for t in ('q8_0', 'q6_k', 'q5_k') for r, k, n in ((64, 1024, 1), (48, 512, 5), (96, 1024, 19))]; "
-              "res = [_native.compare_lanes(*c, seed=7) for c in cases] + [_native.compare_gemm_int8('q8_0', 96, 1024, 19, seed=7), "
-              "_native.compare_gemm_int8('q6_k', 64, 512, 9, seed=7)]; "
+              f"cases = [(t, r, k, n) for t in {types!r} for r, k, n in ((64, 1024, 1), (48, 512, 5), (96, 1024, 19))]; "
+              "res = [_native.compare_lanes(*c, seed=7) for c in cases]; "
+              + ("res += [_native.compare_gemm_int8('q8_0', 96, 1024, 19, seed=7), "
+                 "_native.compare_gemm_int8('q6_k', 64, 512, 9, seed=7)]; " if gemm else "") +
               "sys.stdout.write('-' if not all(r[0] for r in res) else "
               "'|'.join(np.ascontiguousarray(r[2]).tobytes().hex() for r in res))")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
@@ -365,16 +381,23 @@ def _lanes_products_at(level: str) -> str | None:
 
 
 def test_the_lanes_kernels_forms_give_the_same_numbers():
-    """The lanes layout has a 512-bit form (AVX-512 VNNI) and a 256-bit one (AVX-VNNI, two registers
-    per 16 rows) over the same bytes: a model laid out once must give the same numbers, bit for bit,
-    whichever form a CPU runs, for steps, batches and prompts of every type."""
-    if "avxvnni" not in _native.cpu_level()["available"]:
-        pytest.skip("the 256-bit form needs AVX-VNNI" + at_cpu_level())
-    wide, narrow = _lanes_products_at("avx512"), _lanes_products_at("avxvnni")
+    """The lanes layout has a 512-bit form (AVX-512 VNNI) and 256-bit ones (AVX-VNNI; AVX2 alone,
+    q6_K and q5_K) over the same bytes: a model laid out once must give the same numbers, bit for
+    bit, whichever form a CPU runs, for steps, batches and prompts of every type it takes."""
+    available = _native.cpu_level()["available"]
+    top = available[0]
+    if top == "avx2" or "avx2" not in available:
+        pytest.skip("one lanes form at most on this CPU" + at_cpu_level())
+    all_types, k_quants = ("q8_0", "q6_k", "q5_k"), ("q6_k", "q5_k")
+    wide = _lanes_products_at(top, all_types, gemm=True)
     if wide is None:
-        pytest.skip("the 512-bit form needs AVX-512 VNNI" + at_cpu_level())
-    assert narrow is not None and len(narrow) > 10000
-    assert wide == narrow
+        pytest.skip(f"no VNNI lanes form at {top} on this CPU")
+    for level in ("avxvnni",) if "avxvnni" in available and top != "avxvnni" else ():
+        narrow = _lanes_products_at(level, all_types, gemm=True)
+        assert narrow is not None and len(narrow) > 10000 and narrow == wide, level
+    plain = _lanes_products_at("avx2", k_quants, gemm=False)
+    assert plain is not None and len(plain) > 10000
+    assert plain == _lanes_products_at(top, k_quants, gemm=False)
 
 
 def test_prefill_attention_matches_ggml():
@@ -402,8 +425,8 @@ def test_kernels_follow_the_cpu_level():
         assert _native.compare_gemv_k_quant(type_, 64, 1024, 1, seed=1)[0] == active["gemv_k_quants"]
     assert _native.compare_gemm_int8("q8_0", 64, 1024, 16, seed=1)[0] == active["gemm_int8"]
     for type_ in ("q8_0", "q6_k", "q5_k"):
-        assert _native.compare_lanes(type_, 64, 1024, 2, seed=1)[0] == (active["lanes"] or active["lanes_avxvnni"]), type_
-    assert not (active["lanes"] and active["lanes_avxvnni"])   # one form per process
+        assert _native.compare_lanes(type_, 64, 1024, 2, seed=1)[0] == (type_ in lanes_types()), type_
+    assert active["lanes"] + active["lanes_avxvnni"] + active["lanes_avx2"] <= 1   # one form per process
     assert _native.compare_gemm_bf16(64, 64, 4, seed=1)[0] == active["gemm_bf16"]
     assert _native.compare_prefill_attention(64, 4, 2, 8, 0, seed=1)[0] == active["prefill_attention"]
     if level["level"] == "generic":

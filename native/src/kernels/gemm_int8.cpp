@@ -18,10 +18,12 @@ using namespace lanes;
 
 #ifdef KAZEIA_X86
 // The instruction set the lanes kernels use here: AVX-512 VNNI at level avx512, else AVX-VNNI at
-// level avxvnni (both: the same layout and numbers); nullptr below those.
+// level avxvnni, else AVX2 alone (K-quants only) at level avx2 (all: the same layout and numbers);
+// nullptr below those.
 const tile_kernels * lanes_kernels() {
     static const tile_kernels * const k = cpu_allows(cpu_level::avx512, {"avx512vnni"}) ? &k_avx512_vnni
                                           : cpu_allows(cpu_level::avxvnni, {"avxvnni"})  ? &k_avx_vnni
+                                          : cpu_allows(cpu_level::avx2, {"avx2", "fma", "f16c"}) ? &k_avx2
                                                                                           : nullptr;
     return k;
 }
@@ -104,6 +106,14 @@ std::unordered_set<const void *> g_lanes;
 
 bool gemm_int8_available() {
 #ifdef KAZEIA_X86
+    return lanes_kernels() && lanes_kernels()->any_bytes;
+#else
+    return false;
+#endif
+}
+
+bool lanes_available() {
+#ifdef KAZEIA_X86
     return lanes_kernels() != nullptr;
 #else
     return false;
@@ -126,7 +136,8 @@ ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 
 bool lanes_eligible(const ggml_tensor * w) {
     return w && (w->type == GGML_TYPE_Q8_0 || w->type == GGML_TYPE_Q6_K || w->type == GGML_TYPE_Q5_K) && ggml_n_dims(w) == 2 &&
-           w->ne[1] % k_rows == 0 && w->ne[0] % 64 == 0 && ggml_is_contiguous(w) && gemm_int8_available();
+           w->ne[1] % k_rows == 0 && w->ne[0] % 64 == 0 && ggml_is_contiguous(w) && lanes_available() &&
+           (w->type != GGML_TYPE_Q8_0 || gemm_int8_available());
 }
 
 void mark_lanes(const ggml_tensor * w, bool lanes) {

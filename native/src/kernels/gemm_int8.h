@@ -32,6 +32,8 @@ namespace kazeia {
 constexpr int64_t k_gemm_min_columns = 8;
 
 bool gemm_int8_available();
+// Whether this CPU level has a lanes form at all (with AVX2 alone: q6_K and q5_K only).
+bool lanes_available();
 
 // w (row layout): q8_0 or q6_K [K, N], x: f32 [K, n] -> f32 [N, n]; nullptr when it does not apply
 // (another type, N not a multiple of 16, K not a multiple of 64 or not whole blocks, x not 2-D

@@ -73,7 +73,7 @@ struct V {
 
 }  // namespace avx512_vnni
 
-const tile_kernels k_avx512_vnni = {avx512_vnni::lanes_panels, avx512_vnni::panels_product};
+const tile_kernels k_avx512_vnni = {avx512_vnni::lanes_panels, avx512_vnni::panels_product, /*any_bytes=*/true};
 
 }  // namespace kazeia::lanes
 

@@ -109,16 +109,19 @@ bool cpu_allows(cpu_level level, std::initializer_list<const char *> features) {
 }
 
 std::vector<kernel_status> kernel_statuses() {
-    // the lanes kernels take one form per process: the 512-bit one where both may run
+    // the lanes kernels take one form per process: the widest the level allows
     const bool lanes512 = cpu_allows(cpu_level::avx512, {"avx512vnni"});
     const bool lanes256 = !lanes512 && cpu_allows(cpu_level::avxvnni, {"avxvnni"});
+    const bool lanes_avx2 = !lanes512 && !lanes256 && cpu_allows(cpu_level::avx2);
     return {
         {"lanes", "lanes q8_0/q6_K/q5_K (weights re-laid at load; steps, batches, prompts), 512-bit form",
-         "avx512 + AVX-512 VNNI", lanes512, "the 256-bit form below where it runs"},
+         "avx512 + AVX-512 VNNI", lanes512, "the 256-bit forms below where they run"},
         {"lanes_avxvnni", "lanes q8_0/q6_K/q5_K, 256-bit form (the same layout and numbers)", "avxvnni + AVX-VNNI", lanes256,
-         "weights stay in the file's layout: the one-column kernels below for steps (and q6_K/q5_K "
+         "the AVX2 form below"},
+        {"lanes_avx2", "lanes q6_K/q5_K, 256-bit form without VNNI (vpmaddubsw + vpmaddwd; the same numbers)", "avx2",
+         lanes_avx2, "weights stay in the file's layout: the one-column kernels below for steps (and q6_K/q5_K "
          "prompts), ggml's mul_mat for q8_0 prompts and for q4_K"},
-        {"gemm_int8", "int8 GEMM for prompts (row-layout q8_0/q6_K)", "either lanes form", lanes512 || lanes256,
+        {"gemm_int8", "int8 GEMM for prompts (row-layout q8_0/q6_K)", "a VNNI lanes form", lanes512 || lanes256,
          "ggml's mul_mat (its q8_0/q6_K vec_dot, llamafile where built)"},
         {"gemv_q8_0_vnni", "one-column q8_0 (VNNI form)", "avx512 + AVX-512 VNNI", lanes512, "the AVX2 form of the same kernel"},
         {"gemv_q8_0", "one-column q8_0 (AVX2 form)", "avx2", cpu_allows(cpu_level::avx2), "ggml's q8_0 vec_dot"},

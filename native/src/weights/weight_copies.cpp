@@ -37,7 +37,7 @@ weight_layout cpu_repack_layout() { return {cpu_repack_buffer_type(), true}; }
 weight_layout cpu_lanes_layout() {
     weight_layout l = cpu_repack_layout();
     const measurement_switches & off = measurement_switches_in_force();
-    l.lanes = gemm_int8_available() && !off.ggml_products && !off.no_lanes;
+    l.lanes = lanes_available() && !off.ggml_products && !off.no_lanes;
     return l;
 }
 
