@@ -21,6 +21,7 @@ namespace avx_vnni {
 #include "kernels/lanes_v256.inc"
 
 struct V : ops256 {
+    static constexpr bool any_bytes = true;
     static I dpbusd(I acc, I w, I x) { return {_mm256_dpbusd_avx_epi32(acc.lo, w.lo, x.lo), _mm256_dpbusd_avx_epi32(acc.hi, w.hi, x.hi)}; }
 };
 
@@ -28,7 +29,7 @@ struct V : ops256 {
 
 }  // namespace avx_vnni
 
-const tile_kernels k_avx_vnni = {avx_vnni::lanes_panels, avx_vnni::panels_product, /*any_bytes=*/true};
+const tile_kernels k_avx_vnni = {avx_vnni::lanes_panels, avx_vnni::panels_product, avx_vnni::V::any_bytes};
 
 }  // namespace kazeia::lanes
 
@@ -42,18 +43,23 @@ namespace avx2 {
 #include "kernels/lanes_v256.inc"
 
 struct V : ops256 {
-    // four byte products summed into each int32: two pairs in int16 (exact below 2^15), then the pairs
-    static __m256i dot(__m256i acc, __m256i w, __m256i x) {
-        return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+    static constexpr bool any_bytes = false;   // pairs of byte products must stay within int16
+    // byte products summed in pairs (int16), pairs of those summed into int32 and added to acc
+    static I pairs(I w, I x) { return {_mm256_maddubs_epi16(w.lo, x.lo), _mm256_maddubs_epi16(w.hi, x.hi)}; }
+    static I add16(I a, I b) { return {_mm256_add_epi16(a.lo, b.lo), _mm256_add_epi16(a.hi, b.hi)}; }
+    static I add_pairs(I acc, I p) {
+        const __m256i one = _mm256_set1_epi16(1);
+        return {_mm256_add_epi32(acc.lo, _mm256_madd_epi16(p.lo, one)), _mm256_add_epi32(acc.hi, _mm256_madd_epi16(p.hi, one))};
     }
-    static I dpbusd(I acc, I w, I x) { return {dot(acc.lo, w.lo, x.lo), dot(acc.hi, w.hi, x.hi)}; }
+    // (q8_0 and scratch panels, which never come here: kernels/gemm_int8.cpp)
+    static I dpbusd(I acc, I w, I x) { return add_pairs(acc, pairs(w, x)); }
 };
 
 #include "kernels/lanes_tiles.inc"
 
 }  // namespace avx2
 
-const tile_kernels k_avx2 = {avx2::lanes_panels, avx2::panels_product, /*any_bytes=*/false};
+const tile_kernels k_avx2 = {avx2::lanes_panels, avx2::panels_product, avx2::V::any_bytes};
 
 }  // namespace kazeia::lanes
 
