@@ -252,7 +252,7 @@ def compare_repacked_matmul(rows: typing.SupportsInt | typing.SupportsIndex, col
     """
 def cpu_level() -> dict:
     """
-    the CPU level Kazeia's kernels use (KAZEIA_CPU caps it), what the CPU has, and each kernel's state
+    the CPU level Kazeia's kernels use (KAZEIA_CPU caps it), what the CPU has, the levels it can be capped to, and each kernel's state
     """
 def devices() -> list:
     """

@@ -78,7 +78,7 @@ void register_devices(py::module_ & m) {
         }
         d["kernels"] = kernels;
         return d;
-    }, "the CPU level Kazeia's kernels use (KAZEIA_CPU caps it), what the CPU has, and each kernel's state");
+    }, "the CPU level Kazeia's kernels use (KAZEIA_CPU caps it), what the CPU has, the levels it can be capped to, and each kernel's state");
 }
 
 }  // namespace kazeia::bindings
