@@ -237,12 +237,9 @@ def test_k_quant_one_column_kernel_matches_ggml(type_):
 
 
 def lanes_types() -> set[str]:
-    """The weight types with a lanes form at the CPU level in force: all three with VNNI (512- or
-    256-bit), q6_K and q5_K with AVX2 alone (its multiply-adds are exact for their values only)."""
+    """The weight types with a lanes form at the CPU level in force (any of its three forms)."""
     active = {k["id"]: k["active"] for k in _native.cpu_level()["kernels"]}
-    if active["lanes"] or active["lanes_avxvnni"]:
-        return {"q8_0", "q6_k", "q5_k"}
-    return {"q6_k", "q5_k"} if active["lanes_avx2"] else set()
+    return {"q8_0", "q6_k", "q5_k"} if active["lanes"] or active["lanes_avxvnni"] or active["lanes_avx2"] else set()
 
 
 def test_prompt_gemm_matches_ggml_and_the_exact_product():
@@ -255,7 +252,7 @@ def test_prompt_gemm_matches_ggml_and_the_exact_product():
                                  ("q6_k", 64, 1024, 8), ("q6_k", 1024, 3072, 67), ("q6_k", 160, 512, 11)]:
         applied, ggml, ours, exact = _native.compare_gemm_int8(type_, rows, cols, n, seed=rows)
         if not applied:
-            pytest.skip("the GEMM needs AVX-512 VNNI or AVX-VNNI" + at_cpu_level())
+            pytest.skip("the GEMM needs AVX2" + at_cpu_level())
         assert ggml.shape == ours.shape == exact.shape == (n, rows)
         if type_ == "q8_0":
             assert np.abs(ggml - ours).max() <= 1e-5 * np.abs(ggml).max(), (type_, rows, cols, n)
@@ -381,23 +378,20 @@ def _lanes_products_at(level: str, types: tuple[str, ...], gemm: bool) -> str | 
 
 
 def test_the_lanes_kernels_forms_give_the_same_numbers():
-    """The lanes layout has a 512-bit form (AVX-512 VNNI) and 256-bit ones (AVX-VNNI; AVX2 alone,
-    q6_K and q5_K) over the same bytes: a model laid out once must give the same numbers, bit for
-    bit, whichever form a CPU runs, for steps, batches and prompts of every type it takes."""
+    """The lanes layout has a 512-bit form (AVX-512 VNNI) and 256-bit ones (AVX-VNNI; AVX2 alone)
+    over the same bytes: a model laid out once must give the same numbers, bit for bit, whichever
+    form a CPU runs, for steps, batches and prompts of every type, and the prompt GEMM's."""
     available = _native.cpu_level()["available"]
     top = available[0]
     if top == "avx2" or "avx2" not in available:
         pytest.skip("one lanes form at most on this CPU" + at_cpu_level())
-    all_types, k_quants = ("q8_0", "q6_k", "q5_k"), ("q6_k", "q5_k")
+    all_types = ("q8_0", "q6_k", "q5_k")
     wide = _lanes_products_at(top, all_types, gemm=True)
     if wide is None:
         pytest.skip(f"no VNNI lanes form at {top} on this CPU")
-    for level in ("avxvnni",) if "avxvnni" in available and top != "avxvnni" else ():
+    for level in [lv for lv in ("avxvnni", "avx2") if lv in available and lv != top]:
         narrow = _lanes_products_at(level, all_types, gemm=True)
         assert narrow is not None and len(narrow) > 10000 and narrow == wide, level
-    plain = _lanes_products_at("avx2", k_quants, gemm=False)
-    assert plain is not None and len(plain) > 10000
-    assert plain == _lanes_products_at(top, k_quants, gemm=False)
 
 
 def test_prefill_attention_matches_ggml():

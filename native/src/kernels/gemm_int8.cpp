@@ -18,7 +18,7 @@ using namespace lanes;
 
 #ifdef KAZEIA_X86
 // The instruction set the lanes kernels use here: AVX-512 VNNI at level avx512, else AVX-VNNI at
-// level avxvnni, else AVX2 alone (K-quants only) at level avx2 (all: the same layout and numbers);
+// level avxvnni, else AVX2 alone at level avx2 (all: the same layout and numbers);
 // nullptr below those.
 const tile_kernels * lanes_kernels() {
     static const tile_kernels * const k = cpu_allows(cpu_level::avx512, {"avx512vnni"}) ? &k_avx512_vnni
@@ -45,7 +45,7 @@ void gemm_op(ggml_tensor * dst, int ith, int nth, void *) {
     // values, a few per cent of the product's work at n = 8 and less beyond
     thread_local quantized_columns xq;
     thread_local scratch_tile tile;
-    quantize_columns(x, group, 128, xq);
+    quantize_columns(x, group, lanes_kernels()->byte_bias, xq);
     int64_t p0, p1;
     panel_range(rows, ith, nth, p0, p1);
     float * y = static_cast<float *>(dst->data);
@@ -76,7 +76,7 @@ void lanes_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
     const tile_kernels * kernels = lanes_kernels();
     thread_local quantized_columns xq;
     // q6_K: offsets remove the +32 of its stored values; q5_K: the block sums its mins multiply
-    quantize_columns(x, q6 ? 16 : 32, q6 ? 32 : q5 ? 1 : 128, xq);
+    quantize_columns(x, q6 ? 16 : 32, q6 ? 32 : q5 ? 1 : kernels->byte_bias, xq);
     int64_t panels = 0;
     for (int i = 0; i < m; ++i) panels += dst->src[i]->ne[1] / k_rows;
     auto compute = [&](int64_t q0, int64_t q1) {   // panels [q0, q1)
@@ -106,7 +106,7 @@ std::unordered_set<const void *> g_lanes;
 
 bool gemm_int8_available() {
 #ifdef KAZEIA_X86
-    return lanes_kernels() && lanes_kernels()->any_bytes;
+    return lanes_kernels() != nullptr;
 #else
     return false;
 #endif
@@ -136,8 +136,7 @@ ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 
 bool lanes_eligible(const ggml_tensor * w) {
     return w && (w->type == GGML_TYPE_Q8_0 || w->type == GGML_TYPE_Q6_K || w->type == GGML_TYPE_Q5_K) && ggml_n_dims(w) == 2 &&
-           w->ne[1] % k_rows == 0 && w->ne[0] % 64 == 0 && ggml_is_contiguous(w) && lanes_available() &&
-           (w->type != GGML_TYPE_Q8_0 || gemm_int8_available());
+           w->ne[1] % k_rows == 0 && w->ne[0] % 64 == 0 && ggml_is_contiguous(w) && lanes_available();
 }
 
 void mark_lanes(const ggml_tensor * w, bool lanes) {

@@ -32,7 +32,7 @@ namespace kazeia {
 constexpr int64_t k_gemm_min_columns = 8;
 
 bool gemm_int8_available();
-// Whether this CPU level has a lanes form at all (with AVX2 alone: q6_K and q5_K only).
+// Whether this CPU level has a lanes form (AVX2 and up; the same as gemm_int8_available).
 bool lanes_available();
 
 // w (row layout): q8_0 or q6_K [K, N], x: f32 [K, n] -> f32 [N, n]; nullptr when it does not apply

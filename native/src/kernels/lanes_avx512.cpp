@@ -19,7 +19,8 @@ struct V {
     // K-quants, one panel: 4 columns for steps, 8 for prompts
     static constexpr int tile_columns = 6, prompt_panels = 2, k_quant_step_columns = 4, k_quant_prompt_columns = 8;
     static constexpr int split(int tiles) { return tiles <= 4 ? 2 : 1; }
-    static constexpr bool any_bytes = true;   // vpdpbusd: any unsigned byte by any signed one
+    static constexpr bool vnni = true;
+    static constexpr int32_t byte_bias = 128;   // vpdpbusd multiplies the stored bytes w + 128
 
     static I zero() { return _mm512_setzero_si512(); }
     static F zero_f() { return _mm512_setzero_ps(); }
@@ -74,7 +75,7 @@ struct V {
 
 }  // namespace avx512_vnni
 
-const tile_kernels k_avx512_vnni = {avx512_vnni::lanes_panels, avx512_vnni::panels_product, avx512_vnni::V::any_bytes};
+const tile_kernels k_avx512_vnni = {avx512_vnni::lanes_panels, avx512_vnni::panels_product, avx512_vnni::V::byte_bias};
 
 }  // namespace kazeia::lanes
 

@@ -1,7 +1,7 @@
 // The lanes kernels in three instruction sets, the same arithmetic (kernels/lanes_tiles.inc):
 // AVX-512 VNNI (512-bit registers, 16 rows each), AVX-VNNI (256-bit, two registers for 16 rows: Intel
 // laptop and desktop CPUs from Alder Lake on, which have no AVX-512) and AVX2 alone (the same, with
-// two instructions for each vpdpbusd, exact for the K-quants only). kernels/gemm_int8.cpp picks one.
+// vpmaddubsw + vpmaddwd for each vpdpbusd). kernels/gemm_int8.cpp picks one.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +17,10 @@ struct tile_kernels {
     // every column against one or two (scratch) panels: y[c][r0 .. r0 + 16 n_panels)
     void (*panels_product)(const panel_view * panel, int n_panels, const quantized_columns & x, int64_t k, int64_t group,
                            int64_t n, float * y, int64_t rows, int64_t r0);
-    // whether it takes bytes of any value (q8_0 and scratch panels, stored w + 128); else only
-    // the K-quants' (q6_K 0..63, q5_K 0..31)
-    bool any_bytes;
+    // what the columns' group sums are multiplied by for q8_0 and scratch panels (stored w + 128):
+    // 128 where the kernels multiply the stored bytes (vpdpbusd) and take the excess off; 0 where
+    // they multiply w itself (the AVX2 form)
+    int32_t byte_bias;
 };
 
 extern const tile_kernels k_avx512_vnni;   // needs AVX-512 F/BW/VL and AVX-512 VNNI

@@ -118,10 +118,10 @@ std::vector<kernel_status> kernel_statuses() {
          "avx512 + AVX-512 VNNI", lanes512, "the 256-bit forms below where they run"},
         {"lanes_avxvnni", "lanes q8_0/q6_K/q5_K, 256-bit form (the same layout and numbers)", "avxvnni + AVX-VNNI", lanes256,
          "the AVX2 form below"},
-        {"lanes_avx2", "lanes q6_K/q5_K, 256-bit form without VNNI (vpmaddubsw + vpmaddwd; the same numbers)", "avx2",
+        {"lanes_avx2", "lanes q8_0/q6_K/q5_K, 256-bit form without VNNI (vpmaddubsw + vpmaddwd; the same numbers)", "avx2",
          lanes_avx2, "weights stay in the file's layout: the one-column kernels below for steps (and q6_K/q5_K "
          "prompts), ggml's mul_mat for q8_0 prompts and for q4_K"},
-        {"gemm_int8", "int8 GEMM for prompts (row-layout q8_0/q6_K)", "a VNNI lanes form", lanes512 || lanes256,
+        {"gemm_int8", "int8 GEMM for prompts (row-layout q8_0/q6_K)", "a lanes form", lanes512 || lanes256 || lanes_avx2,
          "ggml's mul_mat (its q8_0/q6_K vec_dot, llamafile where built)"},
         {"gemv_q8_0_vnni", "one-column q8_0 (VNNI form)", "avx512 + AVX-512 VNNI", lanes512, "the AVX2 form of the same kernel"},
         {"gemv_q8_0", "one-column q8_0 (AVX2 form)", "avx2", cpu_allows(cpu_level::avx2), "ggml's q8_0 vec_dot"},
