@@ -1,4 +1,4 @@
-// Products with int8 weights in register lanes (AVX-512 VNNI, or AVX-VNNI: kernels/lanes_tiles.h):
+// Products with int8 weights in register lanes (AVX-512 VNNI, AVX-VNNI or AVX2: kernels/lanes_tiles.h):
 // 16 weight rows sit in the 16 lanes of a register (or two), four values each, so one vpdpbusd
 // multiplies 64 weights by four values of a column broadcast to every lane. Integer sums are exact
 // per scale group (32 values for q8_0, 16 for q6_K); the weights are stored as w + 128 (unsigned),

@@ -1,7 +1,7 @@
 // Copies of a model's weights in another buffer type, made once per network, with the file's pages
 // let go. Four uses: ggml's interleaved CPU layout (CPU_REPACK: on x86 with AVX2, q4_K matrices
 // whose row count is a multiple of 8 multiply faster from it), Kazeia's lanes layout for q8_0, q6_K
-// and q5_K matrices (AVX-512 VNNI), placement `accel-weights` (every
+// and q5_K matrices (AVX2 and up), placement `accel-weights` (every
 // weight in an accelerator's host-visible buffer, computed on by the CPU) and `accel-sched` (every
 // weight in the accelerator's own memory).
 #pragma once
@@ -30,7 +30,7 @@ struct weight_layout {
 };
 
 weight_layout cpu_repack_layout();
-// The same with q8_0 matrices in the lanes layout where this CPU has the kernel for it (not when
+// The same with q8_0, q6_K and q5_K matrices in the lanes layout where this CPU has a form of it (not when
 // KAZEIA_GGML_PRODUCTS asks for ggml's products, nor with KAZEIA_NO_LANES, to measure against).
 weight_layout cpu_lanes_layout();
 // Every weight into the host-visible buffer type named `name` (a device's own, host or extra buffer
