@@ -9,7 +9,7 @@ from .model_file import ModelFile, ModelInfo, Speaker, open_model
 from .prompt import Voice
 from .random_model import make_random_model
 from .requests import Chunk, Request, Result, SamplingParams, Timings
-from .speech_decoder import DecoderStream, SpeechDecoder
+from .speech_decoder import DecoderSession, SpeechDecoder
 from .synthesis import Engine
 from .voice import create_voice, load_voice, save_voice, voice_profile_info
 
@@ -19,7 +19,7 @@ def devices() -> list[dict]:
     return _native.devices()
 
 
-__all__ = ["AudioStream", "Chunk", "ConversionError", "ConversionReport", "DecoderStream", "Engine", "ModelFile",
+__all__ = ["AudioStream", "Chunk", "ConversionError", "ConversionReport", "DecoderSession", "Engine", "ModelFile",
            "ModelInfo", "ModelLoadError", "Request", "Result", "SamplingParams", "Speaker", "SpeechDecoder", "Timings", "Voice",
            "convert", "converted_checkpoint", "create_voice", "demo_model_path", "devices", "load_voice", "make_random_model", "open_model",
            "resolve_model", "save_voice", "voice_profile_info"]

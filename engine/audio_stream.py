@@ -59,7 +59,7 @@ class AudioStream:
         self._audio: list[np.ndarray] = []
         self.result: Result | None = None
         self.error: BaseException | None = None
-        self._decoder = host.decoder.stream(share_compute=True)   # pushed under the host's lock
+        self._decoder = host.decoder.session(share_compute=True)   # pushed under the host's lock
         # in-context cloning: the decoder hears the reference codes first (their audio is dropped;
         # the reference cuts int(ref / total * samples), which can keep one more sample: see docs/speaking.md)
         self._prime_codes = prime_codes

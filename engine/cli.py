@@ -58,7 +58,7 @@ def _cmd_decode(args) -> int:
     decoder = SpeechDecoder(model, threads=args.threads, reference_chunking=not args.one_pass)
     start = time.perf_counter()
     if args.stream:
-        stream = decoder.stream()
+        stream = decoder.session()
         pieces, first = [], None
         for i in range(len(codes)):
             pieces.append(stream.push(codes[i:i + 1]))

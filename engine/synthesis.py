@@ -63,11 +63,14 @@ class Engine:
         plans = placements.stage_plans(chosen)
         talker, cp, decoder = plans["talker"], plans["code_predictor"], plans["decoder"]
         with self.lock:
-            self._native = _native.TtsEngine(self.model.native, self._pool,
-                                             talker_scheduled=talker.scheduled, code_predictor_scheduled=cp.scheduled,
-                                             talker_weights_buffer=talker.weights_buffer,
-                                             code_predictor_weights_buffer=cp.weights_buffer,
-                                             talker_device=talker.device, code_predictor_device=cp.device)
+            # the weights bound once for this placement; one runner computes over them (a second
+            # runner on the same weights could run beside it on its own pool)
+            self._weights = _native.TtsWeights(self.model.native,
+                                               talker_scheduled=talker.scheduled, code_predictor_scheduled=cp.scheduled,
+                                               talker_weights_buffer=talker.weights_buffer,
+                                               code_predictor_weights_buffer=cp.weights_buffer,
+                                               talker_device=talker.device, code_predictor_device=cp.device)
+            self._runner = _native.TtsRunner(self._weights, self._pool)
             self._decoder = SpeechDecoder(self.model, pool=self._pool, scheduled=decoder.scheduled,
                                           weights_buffer=decoder.weights_buffer, device=decoder.device)
             self.placement = chosen
@@ -92,7 +95,7 @@ class Engine:
 
     def report_held(self) -> list[dict]:
         """placement_report for a caller that holds `lock` already."""
-        reports = [dict(r, mode=self.placement[r["stage"]]) for r in self._native.placement_report()]
+        reports = [dict(r, mode=self.placement[r["stage"]]) for r in self._runner.placement_report()]
         decoder = self._decoder.placement_report()
         if decoder is not None:
             reports.append(dict(decoder, stage="decoder", launch="chunk", mode=self.placement["decoder"]))
@@ -152,16 +155,16 @@ class Engine:
 
     def generate_frames(self, plan: PromptPlan, sampling: SamplingParams, on_frame) -> dict:
         """Every frame of one request, `on_frame` called after each (the caller holds `lock`)."""
-        return self._native.generate(self._request(plan, sampling), on_frame)
+        return self._runner.generate(self._request(plan, sampling), on_frame)
 
     def open_session(self, plan: PromptPlan, sampling: SamplingParams):
         """A native session (prefilled) for the batch worker (the caller holds `lock`)."""
-        return self._native.open(self._request(plan, sampling))
+        return self._runner.open(self._request(plan, sampling))
 
     def step(self, sessions: list) -> None:
         """One frame for every session in one talker and one code-predictor launch (the caller
         holds `lock`)."""
-        self._native.step(sessions)
+        self._runner.step(sessions)
 
     def synthesize(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
                    instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
@@ -253,14 +256,14 @@ class Engine:
         and after the last (for divergence measurements)."""
         plan = self._prompts.build(text, **request)
         with self.lock:
-            return self._native.teacher_forced(
+            return self._runner.teacher_forced(
                 **plan.arrays(self._prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
                 codes=np.ascontiguousarray(codes, np.int32))
 
     def code_predictor_logits(self, hidden, frame) -> np.ndarray:
         """The code predictor's logits [15, vocab] for a talker hidden state, fed the frame's codes."""
         with self.lock:
-            return self._native.code_predictor_logits(np.asarray(hidden, np.float32), np.asarray(frame, np.int32))
+            return self._runner.code_predictor_logits(np.asarray(hidden, np.float32), np.asarray(frame, np.int32))
 
     def _decode(self, codes: np.ndarray, voice: Voice | None) -> np.ndarray:
         """In-context cloning decodes the reference codes first and cuts their share of the

@@ -77,6 +77,70 @@ def test_seeded_sampling_does_not_depend_on_the_batch(demo):
     assert len({a.codes.tobytes() for a in alone}) == len(alone)   # really different requests
 
 
+def native_requests(engine, n):
+    texts = ["Two runners share one set of weights.", "Each has its own graphs.", "A third one."]
+    out = []
+    for i in range(n):
+        plan, sampling, _, _ = engine.prepare(texts[i % len(texts)], speaker=["vivian", "ryan", "eric"][i % 3],
+                                              sampling=sampled(engine, 11 + i, 30 + 5 * i))
+        out.append(engine._request(plan, sampling))
+    return out
+
+
+def run_on_threads(jobs, timeout=120):
+    """Each job on its own thread, started together; their results (an exception fails the test)."""
+    results, errors = [None] * len(jobs), []
+    start = threading.Barrier(len(jobs))
+
+    def run(i):
+        try:
+            start.wait()
+            results[i] = jobs[i]()
+        except BaseException as e:   # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    assert not any(t.is_alive() for t in threads), "a runner did not finish"
+    assert not errors, errors
+    return results
+
+
+def test_two_runners_on_one_set_of_weights_run_at_once_and_match_alone(demo):
+    """The weights are bound once; two runners over them (each with its own pool, so on two threads
+    at the same time) give every request exactly the codes it gets alone, again and again; runners
+    that share one pool take turns and give the same."""
+    requests = native_requests(demo, 2)
+    alone = [demo._runner.generate(r, None)["codes"] for r in requests]
+    assert not np.array_equal(alone[0][:10], alone[1][:10])   # really different requests
+
+    def repeated(runner, request):
+        return lambda: [runner.generate(request, None)["codes"] for _ in range(3)]
+    own = [_native.TtsRunner(demo._weights, _native.ThreadPool(1)) for _ in requests]
+    shared_pool = _native.ThreadPool(2)
+    shared = [_native.TtsRunner(demo._weights, shared_pool) for _ in requests]
+    for runners in (own, shared):
+        for got, want in zip(run_on_threads([repeated(r, q) for r, q in zip(runners, requests)]), alone):
+            assert all(np.array_equal(g, want) for g in got)
+
+
+def test_a_session_is_stepped_by_any_runner_of_its_weights_and_refused_by_others(demo):
+    request = native_requests(demo, 1)[0]
+    alone = demo._runner.generate(request, None)["codes"]
+    a, b = (_native.TtsRunner(demo._weights, _native.ThreadPool(1)) for _ in range(2))
+    session = a.open(request)
+    turn = 0
+    while not session.done:
+        (a, b)[turn % 2].step([session])
+        turn += 1
+    assert np.array_equal(session.result()["codes"], alone)
+    other = _native.TtsRunner(_native.TtsWeights(demo.model.native), _native.ThreadPool(1))
+    with pytest.raises(ValueError, match="a session of other weights"):
+        other.step([a.open(request)])
+
+
 def test_streams_from_threads_run_in_one_batch_and_one_can_be_cancelled(demo):
     engine = Engine(demo.model, threads=2, max_batch=4)
     texts = [f"Stream number {i} speaks while the others do." for i in range(4)]
@@ -151,11 +215,11 @@ def test_code_predictor_logits_do_not_depend_on_the_batch(tmp_path_factory, type
                              out_type=type_, progress=False)
     engine = Engine(open_model(path), threads=2)
     rng = np.random.default_rng(0)
-    hidden = rng.standard_normal((4, engine._native.hidden_size)).astype(np.float32)
+    hidden = rng.standard_normal((4, engine._weights.hidden_size)).astype(np.float32)
     c0 = np.array([5, 900, 17, 2000], np.int32)
-    codes, logits = engine._native.code_predictor_frames(hidden, c0)
+    codes, logits = engine._runner.code_predictor_frames(hidden, c0)
     for b in range(4):
-        alone_codes, alone_logits = engine._native.code_predictor_frames(hidden[b:b + 1], c0[b:b + 1])
+        alone_codes, alone_logits = engine._runner.code_predictor_frames(hidden[b:b + 1], c0[b:b + 1])
         assert np.array_equal(alone_codes[0], codes[b]) and np.array_equal(alone_logits[0], logits[b])
         frame = np.concatenate([[c0[b]], codes[b]]).astype(np.int32)
         steps = engine.code_predictor_logits(hidden[b], frame)   # sub-steps launched one by one

@@ -56,7 +56,7 @@ def test_bad_placements_are_clear_errors(converted):
     for kwargs in ({"talker_scheduled": True, "talker_device": "NoSuchGPU"},
                    {"code_predictor_scheduled": True, "code_predictor_device": "CPU"}):
         with pytest.raises(ValueError, match="is unavailable: ggml has no accelerator of that name"):
-            _native.TtsEngine(model.native, pool, **kwargs)
+            _native.TtsWeights(model.native, **kwargs)
     with pytest.raises(ValueError, match="'NoSuchGPU' is unavailable"):
         _native.SpeechDecoder(model.native, device="NoSuchGPU")
 
@@ -150,7 +150,7 @@ def test_accel_weights_path_matches_cpu(converted, monkeypatch):
     copied = engine.synthesize(text, sampling=sampling, **request)
     assert np.array_equal(copied.codes, cpu.codes) and np.array_equal(copied.audio, cpu.audio)
     with pytest.raises(ValueError, match="no buffer type named 'NPU9_Host'"):
-        _native.TtsEngine(model.native, engine._pool, talker_weights_buffer="NPU9_Host")
+        _native.TtsWeights(model.native, talker_weights_buffer="NPU9_Host")
     with pytest.raises(ValueError, match="no buffer type named"):
         _native.SpeechDecoder(model.native, weights_buffer="NPU9_Host")
 

@@ -89,7 +89,7 @@ def test_streaming_equals_offline_for_any_feeding_pattern(model32, chunking):
     dec = SpeechDecoder(model32, threads=2, reference_chunking=chunking)
     offline = dec.decode(codes)
     for name, sizes in patterns(len(codes), seed=int(chunking)).items():
-        stream = dec.stream()
+        stream = dec.session()
         streamed = feed(stream, codes, sizes)
         assert stream.frames_decoded == len(codes)
         assert float(np.abs(streamed - offline).max()) <= STREAM_TOL, name
@@ -97,7 +97,7 @@ def test_streaming_equals_offline_for_any_feeding_pattern(model32, chunking):
 
 def test_stream_reset_starts_a_new_utterance(model32):
     codes = stage_codes()
-    stream = SpeechDecoder(model32, threads=1).stream()
+    stream = SpeechDecoder(model32, threads=1).session()
     first = stream.push(codes)
     stream.push(codes[:5])
     stream.reset()
@@ -105,24 +105,49 @@ def test_stream_reset_starts_a_new_utterance(model32):
     assert np.array_equal(stream.push(codes), first)
 
 
-def test_a_released_stream_is_reused_like_a_new_one(model32):
-    """A released stream is handed out again (a new one allocates and first touches its buffers:
+def test_a_released_session_is_reused_like_a_new_one(model32):
+    """A released session is handed out again (a new one allocates and first touches its buffers:
     milliseconds of time to first audio). Reused, it decodes exactly as a new one; one made for
     private compute, or one still in use, is never handed out."""
     codes = LONG["codes"][:40]
     dec = SpeechDecoder(model32, threads=2)
-    first = dec.stream(share_compute=True)
+    first = dec.session(share_compute=True)
     feed(first, codes[::-1].copy(), [3, 17, 20])   # another utterance, left half-way through a chunk
     dec.release(first)
     dec.release(first)   # twice: still handed out once
-    again = dec.stream(share_compute=True)
+    again = dec.session(share_compute=True)
     assert again is first and again.frames_decoded == 0
-    fresh = dec.stream(share_compute=True)
+    fresh = dec.session(share_compute=True)
     assert fresh is not first
     assert np.array_equal(feed(again, codes, [1, 4, 4, 31]), feed(fresh, codes, [1, 4, 4, 31]))
-    private = dec.stream()
+    private = dec.session()
     dec.release(private)
-    assert dec.stream(share_compute=True) is not private
+    assert dec.session(share_compute=True) is not private
+
+
+def test_sessions_sharing_a_runner_take_turns_from_any_thread(model32):
+    """Sessions on one shared runner pushed from two threads at once: each decodes exactly what it
+    decodes alone (the runner's launches take turns); a runner of another placement is refused."""
+    import threading
+    codes = LONG["codes"][:60]
+    utterances = [codes, codes[::-1].copy()]
+    dec = SpeechDecoder(model32, threads=1)
+    alone = [dec.decode(u) for u in utterances]
+    sessions = [dec.session(share_compute=True) for _ in utterances]
+    assert sessions[0]._native is not sessions[1]._native
+    got, start = [None, None], threading.Barrier(2)
+
+    def run(i):
+        start.wait()
+        got[i] = feed(sessions[i], utterances[i], [1, 3, 8, 8, 40])
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert all(np.array_equal(g, a) for g, a in zip(got, alone))
+    with pytest.raises(ValueError, match="a decoder session needs a runner"):
+        _native.SpeechDecoderSession(None)
 
 
 def test_f16_weights_stay_close(converted, model32, report):
@@ -146,7 +171,7 @@ def test_invalid_codes_are_rejected(model32):
         dec.decode(np.zeros((2, 16), np.float32))
     assert dec.decode(np.zeros((0, 16), np.int32)).shape == (0,)
     # the native layer checks too (defence in depth for callers that bypass Python checks)
-    stream = dec.stream()
+    stream = dec.session()
     with pytest.raises(ValueError, match="outside"):
         stream._native.push(np.full((1, 16), 5000, np.int32))
 
@@ -174,18 +199,18 @@ def test_bf16_decoder_option(tmp_path, report):
     report(f"decoder bf16 weights, {how}{at_cpu_level()}: SNR {snr:.1f} dB vs the reference waveform")
     assert snr > 30
     for name, sizes in list(patterns(len(codes), seed=3).items())[:3]:   # and it streams exactly as it decodes
-        assert float(np.abs(feed(dec.stream(), codes, sizes) - wav).max()) <= STREAM_TOL, name
+        assert float(np.abs(feed(dec.session(), codes, sizes) - wav).max()) <= STREAM_TOL, name
 
 
 def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted):
     """The bench's decoder GFLOP/s rest on these counts: every decoder-transformer matrix is applied to
     every frame, so a launch does at least 2 x those parameters x frames; the node-by-node profile
     counts the same launch's products."""
-    from kazeia.engine.speech_decoder import DecoderStream
+    from kazeia.engine.speech_decoder import DecoderSession
     model = open_model(converted("custom_voice", "f32"))
     codes = np.random.default_rng(3).integers(0, 2048, (4, 16))
     dec = SpeechDecoder(model, threads=1)
-    plain, profiled = DecoderStream(dec), DecoderStream(dec, profile=True)
+    plain, profiled = DecoderSession(dec), DecoderSession(dec, profile=True)
     plain.push(codes)
     profiled.push(codes)
     launch_flops = plain.placement_report()["matmul_flops"]

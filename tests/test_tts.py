@@ -48,17 +48,17 @@ def test_prompt_and_first_logits_match_reference(engines, case, report):
     engine = engines(variant)
     plan = PromptBuilder(engine.model).build(text, **request)
     args = plan.arrays(engine._prompts.hidden)
-    embeds = engine._native.embed(**args)
+    embeds = engine._runner.embed(**args)
     assert embeds.shape == g["talker_prefill_embeds"].shape
     e_err = float(np.abs(embeds - g["talker_prefill_embeds"]).max())
-    logits, hidden = engine._native.prefill(**args)
+    logits, hidden = engine._runner.prefill(**args)
     l_err = float(np.abs(logits - g["talker_logits_raw"][0]).max())
     assert e_err <= TOL and l_err <= TOL
     assert float(np.abs(hidden - g["talker_last_hidden"][0]).max()) <= TOL
     assert len(plan.trailing_text_ids) == len(g["talker_trailing_text_embeds"])
     cp_err = 0.0
     for f in range(len(g["cp_logits"])):
-        cp = engine._native.code_predictor_logits(g["talker_last_hidden"][f], g["codes"][f])
+        cp = engine._runner.code_predictor_logits(g["talker_last_hidden"][f], g["codes"][f])
         cp_err = max(cp_err, float(np.abs(cp - g["cp_logits"][f]).max()))
     assert cp_err <= TOL
     report(f"{case}: prompt embeds {e_err:.1e}, step-0 logits {l_err:.1e}, code-predictor logits {cp_err:.1e}")
@@ -125,8 +125,8 @@ def test_persistent_talker_step_matches_the_rebuilt_graph(demo):
     plan = demo._prompts.build(text, speaker="vivian")
     args = dict(plan.arrays(demo._prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
                 codes=rebuilt.codes[:3], max_frames=300)
-    la, ha = demo._native.teacher_forced(**args, talker_persistent=False)
-    lb, hb = demo._native.teacher_forced(**args, talker_persistent=True)
+    la, ha = demo._runner.teacher_forced(**args, talker_persistent=False)
+    lb, hb = demo._runner.teacher_forced(**args, talker_persistent=True)
     # the key axis differs (bucket vs exact), so only the summation order may differ
     assert np.abs(la - lb).max() <= 1e-4 * np.abs(la).max()
 
@@ -185,8 +185,8 @@ def test_warm_up_runs_on_every_variant_and_changes_no_result(converted, variant)
     assert np.array_equal(runs[0][0], runs[1][0]) and np.array_equal(runs[0][1], runs[1][1])
 
 
-def test_consecutive_streams_reuse_one_decoder_stream():
-    """A finished stream's decoder stream serves the engine's next one (reset): same audio as a
+def test_consecutive_streams_reuse_one_decoder_session():
+    """A finished stream's decoder session serves the engine's next one (reset): same audio as a
     new one, and as synthesize; a cancelled stream's is reused too."""
     demo = demo_engine()   # its own: the shared one keeps what earlier tests' streams gave back
     s = SamplingParams.from_model(demo.info, seed=3, max_frames=12)

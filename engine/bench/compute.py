@@ -14,7 +14,7 @@ import numpy as np
 
 from kazeia import _native
 
-from ..speech_decoder import DecoderStream, SpeechDecoder
+from ..speech_decoder import DecoderSession, SpeechDecoder
 
 # A large product of the kind the vocoder's convolutions make (weights [out, in x taps], time columns).
 PEAK_SHAPE = {"rows": 1024, "cols": 4096, "n": 256}
@@ -47,7 +47,7 @@ def decoder_compute(decoder: SpeechDecoder, weight_type: str, ms_per_frame: floa
     (what the bench timed), and both against the GEMM peak of `weight_type` on the same threads."""
     hp = decoder.model.info.hparams["decoder"]
     codes = np.random.default_rng(seed).integers(0, hp["codebook_size"], (PROFILE_FRAMES, hp["num_quantizers"]))
-    stream = DecoderStream(decoder, profile=True)
+    stream = DecoderSession(decoder, profile=True)
     stream.push(codes)
     stages: dict[str, list[float]] = {}
     for key, (seconds, flops) in stream.profile().items():

@@ -27,7 +27,7 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
         start = time.perf_counter()
         dec.decode(codes)
         offline.append(time.perf_counter() - start)
-    stream = dec.stream()
+    stream = dec.session()
     per_frame = []
     for i in range(frames):
         start = time.perf_counter()

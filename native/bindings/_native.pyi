@@ -9,7 +9,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderStream', 'ThreadPool', 'TtsEngine', 'TtsSession', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_gemm_bf16', 'compare_gemm_int8', 'compare_gemv_k_quant', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'cpu_level', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
+__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderRunner', 'SpeechDecoderSession', 'ThreadPool', 'TtsRunner', 'TtsSession', 'TtsWeights', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_gemm_bf16', 'compare_gemm_int8', 'compare_gemv_k_quant', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'cpu_level', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
 class ModelLoadError(ValueError):
     pass
 class Model:
@@ -59,16 +59,32 @@ class ThreadPool:
 class SpeechDecoder:
     def __init__(self, model: Model, weights_buffer: str = '', device: str = '') -> None:
         """
-        The model's decoder weights, prepared once (kernels rearranged, Snake exponentials); weights_buffer: a host-visible buffer type to keep them in (placement accel-weights); device: an accelerator whose memory holds them, for scheduled streams (accel-sched)
+        The model's decoder weights, prepared once (kernels rearranged, Snake exponentials); weights_buffer: a host-visible buffer type to keep them in (placement accel-weights); device: an accelerator whose memory holds them, for scheduled sessions (accel-sched)
         """
     @property
     def bf16_relaid(self) -> int:
         """
         bf16 matrices re-laid as f16 at load (a CPU without Kazeia's bf16 kernels)
         """
-class SpeechDecoderStream:
-    def __init__(self, decoder: SpeechDecoder, pool: ThreadPool, reference_chunking: bool = True, chunk_frames: typing.SupportsInt | typing.SupportsIndex = 300, left_context: typing.SupportsInt | typing.SupportsIndex = 25, max_graph_frames: typing.SupportsInt | typing.SupportsIndex = 8, profile: bool = False, scheduled: bool = False, share_compute: bool = False) -> None:
+class SpeechDecoderRunner:
+    def __init__(self, decoder: SpeechDecoder, pool: ThreadPool, scheduled: bool = False) -> None:
+        """
+        compute (a graph runner and its buffer) that sessions may share; they take turns
+        """
+    @property
+    def scheduled(self) -> bool:
         ...
+class SpeechDecoderSession:
+    @typing.overload
+    def __init__(self, decoder: SpeechDecoder, pool: ThreadPool, reference_chunking: bool = True, chunk_frames: typing.SupportsInt | typing.SupportsIndex = 300, left_context: typing.SupportsInt | typing.SupportsIndex = 25, max_graph_frames: typing.SupportsInt | typing.SupportsIndex = 8, profile: bool = False, scheduled: bool = False) -> None:
+        """
+        a session with a runner of its own
+        """
+    @typing.overload
+    def __init__(self, runner: SpeechDecoderRunner, reference_chunking: bool = True, chunk_frames: typing.SupportsInt | typing.SupportsIndex = 300, left_context: typing.SupportsInt | typing.SupportsIndex = 25, max_graph_frames: typing.SupportsInt | typing.SupportsIndex = 8, profile: bool = False) -> None:
+        """
+        a session on a runner shared with others
+        """
     def decode_stages(self, codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32]) -> dict:
         """
         Every stage's output, [time, channels], decoding from a fresh state
@@ -132,7 +148,7 @@ class SamplingConfig:
 class GenerationRequest:
     def __init__(self, text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codec_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], trailing_text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], talker: SamplingConfig, code_predictor: SamplingConfig, max_frames: typing.SupportsInt | typing.SupportsIndex, frame_codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32] | None = None, vectors: typing.Annotated[numpy.typing.ArrayLike, numpy.float32] | None = None, repetition_penalty: typing.SupportsFloat | typing.SupportsIndex = 1.0499999523162842, min_new_tokens: typing.SupportsInt | typing.SupportsIndex = 2, seed: typing.SupportsInt | typing.SupportsIndex = 0, cp_single_launch: bool = True, talker_persistent: bool = True) -> None:
         """
-        one utterance for TtsEngine.generate / open: prompt rows, trailing text ids, sampling per stage, limits
+        one utterance for TtsRunner.generate / open: prompt rows, trailing text ids, sampling per stage, limits
         """
     @property
     def code_predictor(self) -> SamplingConfig:
@@ -167,10 +183,21 @@ class TtsSession:
     @property
     def n_frames(self) -> int:
         ...
-class TtsEngine:
-    def __init__(self, model: Model, pool: ThreadPool, talker_scheduled: bool = False, code_predictor_scheduled: bool = False, talker_weights_buffer: str = '', code_predictor_weights_buffer: str = '', talker_device: str = '', code_predictor_device: str = '') -> None:
+class TtsWeights:
+    def __init__(self, model: Model, talker_scheduled: bool = False, code_predictor_scheduled: bool = False, talker_weights_buffer: str = '', code_predictor_weights_buffer: str = '', talker_device: str = '', code_predictor_device: str = '') -> None:
         """
-        *_device: the accelerator a scheduled stage runs on (weights and cache in its memory)
+        the talker's and code predictor's weights bound once for a placement, shared by runners; *_device: the accelerator a scheduled stage runs on (weights and cache in its memory)
+        """
+    @property
+    def hidden_size(self) -> int:
+        ...
+    @property
+    def n_code_groups(self) -> int:
+        ...
+class TtsRunner:
+    def __init__(self, weights: TtsWeights, pool: ThreadPool) -> None:
+        """
+        one thread of compute over shared weights (graphs, persistent steps); one caller at a time
         """
     def code_predictor_frames(self, hidden: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], c0: typing.Annotated[numpy.typing.ArrayLike, numpy.int32]) -> tuple[numpy.typing.NDArray[numpy.int32], numpy.typing.NDArray[numpy.float32]]:
         """
@@ -200,12 +227,10 @@ class TtsEngine:
         """
     def teacher_forced(self, text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codec_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], frame_codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32] | None, vectors: typing.Annotated[numpy.typing.ArrayLike, numpy.float32] | None, trailing_text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], max_frames: typing.SupportsInt | typing.SupportsIndex = 0, talker_persistent: bool = True) -> tuple[numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
         ...
-    @property
-    def hidden_size(self) -> int:
-        ...
-    @property
-    def n_code_groups(self) -> int:
-        ...
+def check_panel_claims(threads: typing.SupportsInt | typing.SupportsIndex, panels: typing.SupportsInt | typing.SupportsIndex, chunk: typing.SupportsInt | typing.SupportsIndex, launches: typing.SupportsInt | typing.SupportsIndex = 3) -> tuple[bool, list[int], bool]:
+    """
+    threads sharing panels through panel_claims, thread 0 slowed (2 ms a chunk), `launches` times: (every panel computed once in every launch?, panels each thread computed, claims back at zero after each?)
+    """
 def compare_batch_columns(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
     W x for a random W of `type` and x of n columns as the columns of a batch (each must come out as alone) and column by column alone, on the CPU: (batch [n, rows], alone [n, rows])
@@ -233,10 +258,6 @@ def compare_gemv_q8_0(rows: typing.SupportsInt | typing.SupportsIndex, cols: typ
 def compare_lanes(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
     W x for a random q8_0 or q6_K W in the lanes layout the talker and code predictor use: (applied?, ggml [n, rows], all n columns in one launch [n, rows], each column alone [n, rows])
-    """
-def check_panel_claims(threads: typing.SupportsInt | typing.SupportsIndex, panels: typing.SupportsInt | typing.SupportsIndex, chunk: typing.SupportsInt | typing.SupportsIndex, launches: typing.SupportsInt | typing.SupportsIndex = 3) -> tuple:
-    """
-    threads sharing panels through panel_claims, thread 0 slowed (2 ms a chunk), `launches` times: (every panel computed once in every launch?, panels each thread computed, claims back at zero after each?)
     """
 def compare_lanes_fused(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """

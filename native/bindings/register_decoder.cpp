@@ -22,6 +22,18 @@ const int32_t * frames_of(const codes_array & codes, int n_quantizers, int64_t &
     return codes.data();
 }
 
+speech_decoder_options options_of(bool reference_chunking, int chunk_frames, int left_context, int max_graph_frames,
+                                  bool profile, bool scheduled) {
+    speech_decoder_options o;
+    o.reference_chunking = reference_chunking;
+    o.chunk_frames = chunk_frames;
+    o.left_context = left_context;
+    o.max_graph_frames = max_graph_frames;
+    o.profile = profile;
+    o.scheduled = scheduled;
+    return o;
+}
+
 }  // namespace
 
 void register_decoder(py::module_ & m) {
@@ -33,28 +45,42 @@ void register_decoder(py::module_ & m) {
              py::arg("model"), py::arg("weights_buffer") = "", py::arg("device") = "", py::keep_alive<1, 2>(),
              "The model's decoder weights, prepared once (kernels rearranged, Snake exponentials); "
              "weights_buffer: a host-visible buffer type to keep them in (placement accel-weights); "
-             "device: an accelerator whose memory holds them, for scheduled streams (accel-sched)")
+             "device: an accelerator whose memory holds them, for scheduled sessions (accel-sched)")
         .def_property_readonly("bf16_relaid", &speech_decoder::bf16_relaid,
                                "bf16 matrices re-laid as f16 at load (a CPU without Kazeia's bf16 kernels)");
 
-    py::class_<speech_decoder_stream>(m, "SpeechDecoderStream")
-        .def(py::init([](std::shared_ptr<speech_decoder> decoder, std::shared_ptr<thread_pool> pool, bool reference_chunking, int chunk_frames,
-                         int left_context, int max_graph_frames, bool profile, bool scheduled, bool share_compute) {
-                 speech_decoder_options o;
-                 o.reference_chunking = reference_chunking;
-                 o.chunk_frames = chunk_frames;
-                 o.left_context = left_context;
-                 o.max_graph_frames = max_graph_frames;
-                 o.profile = profile;
-                 o.scheduled = scheduled;
-                 o.share_compute = share_compute;
+    py::class_<speech_decoder_runner, std::shared_ptr<speech_decoder_runner>>(m, "SpeechDecoderRunner")
+        .def(py::init([](std::shared_ptr<speech_decoder> decoder, std::shared_ptr<thread_pool> pool, bool scheduled) {
                  py::gil_scoped_release release;
-                 return std::make_unique<speech_decoder_stream>(std::move(decoder), std::move(pool), o);
+                 return std::make_shared<speech_decoder_runner>(std::move(decoder), std::move(pool), scheduled);
              }),
-             py::arg("decoder"), py::arg("pool"), py::arg("reference_chunking") = true,
-             py::arg("chunk_frames") = 300, py::arg("left_context") = 25, py::arg("max_graph_frames") = 8, py::arg("profile") = false, py::arg("scheduled") = false,
-             py::arg("share_compute") = false)
-        .def("push", [](speech_decoder_stream & s, const codes_array & codes) {
+             py::arg("decoder"), py::arg("pool"), py::arg("scheduled") = false,
+             "compute (a graph runner and its buffer) that sessions may share; they take turns")
+        .def_property_readonly("scheduled", &speech_decoder_runner::scheduled);
+
+    py::class_<speech_decoder_session>(m, "SpeechDecoderSession")
+        .def(py::init([](std::shared_ptr<speech_decoder> decoder, std::shared_ptr<thread_pool> pool, bool reference_chunking,
+                         int chunk_frames, int left_context, int max_graph_frames, bool profile, bool scheduled) {
+                 const speech_decoder_options o = options_of(reference_chunking, chunk_frames, left_context,
+                                                             max_graph_frames, profile, scheduled);
+                 py::gil_scoped_release release;
+                 return std::make_unique<speech_decoder_session>(std::move(decoder), std::move(pool), o);
+             }),
+             py::arg("decoder"), py::arg("pool"), py::arg("reference_chunking") = true, py::arg("chunk_frames") = 300,
+             py::arg("left_context") = 25, py::arg("max_graph_frames") = 8, py::arg("profile") = false,
+             py::arg("scheduled") = false, "a session with a runner of its own")
+        .def(py::init([](std::shared_ptr<speech_decoder_runner> runner, bool reference_chunking, int chunk_frames,
+                         int left_context, int max_graph_frames, bool profile) {
+                 const bool scheduled = runner && runner->scheduled();
+                 const speech_decoder_options o = options_of(reference_chunking, chunk_frames, left_context,
+                                                             max_graph_frames, profile, scheduled);
+                 py::gil_scoped_release release;
+                 return std::make_unique<speech_decoder_session>(std::move(runner), o);
+             }),
+             py::arg("runner"), py::arg("reference_chunking") = true, py::arg("chunk_frames") = 300,
+             py::arg("left_context") = 25, py::arg("max_graph_frames") = 8, py::arg("profile") = false,
+             "a session on a runner shared with others")
+        .def("push", [](speech_decoder_session & s, const codes_array & codes) {
             int64_t n = 0;
             const int32_t * data = frames_of(codes, s.n_quantizers(), n);
             std::vector<float> audio;
@@ -66,19 +92,19 @@ void register_decoder(py::module_ & m) {
             std::copy(audio.begin(), audio.end(), out.mutable_data());
             return out;
         }, py::arg("codes"), "Decode frames [n, 16]; returns the n * samples_per_frame samples they determine")
-        .def("reset", &speech_decoder_stream::reset)
-        .def("profile", &speech_decoder_stream::profile, "seconds per <stage>/<op> (profile=True)")
-        .def("profile_flops", &speech_decoder_stream::profile_flops,
+        .def("reset", &speech_decoder_session::reset)
+        .def("profile", &speech_decoder_session::profile, "seconds per <stage>/<op> (profile=True)")
+        .def("profile_flops", &speech_decoder_session::profile_flops,
              "matrix-product flops per <stage>/<op>, the keys of profile() (profile=True)")
-        .def("placement_report", [](const speech_decoder_stream & s) { return report_dict(s.placement_report()); },
+        .def("placement_report", [](const speech_decoder_session & s) { return report_dict(s.placement_report()); },
              "where the last launch ran: splits, ops per device, bytes copied, CPU fallbacks")
-        .def_property_readonly("frames_decoded", &speech_decoder_stream::frames_decoded)
-        .def_property_readonly("samples_per_frame", &speech_decoder_stream::samples_per_frame)
-        .def_property_readonly("n_quantizers", &speech_decoder_stream::n_quantizers)
-        .def("decode_stages", [](speech_decoder_stream & s, const codes_array & codes) {
+        .def_property_readonly("frames_decoded", &speech_decoder_session::frames_decoded)
+        .def_property_readonly("samples_per_frame", &speech_decoder_session::samples_per_frame)
+        .def_property_readonly("n_quantizers", &speech_decoder_session::n_quantizers)
+        .def("decode_stages", [](speech_decoder_session & s, const codes_array & codes) {
             int64_t n = 0;
             const int32_t * data = frames_of(codes, s.n_quantizers(), n);
-            std::map<std::string, speech_decoder_stream::stage_output> stages;
+            std::map<std::string, speech_decoder_session::stage_output> stages;
             {
                 py::gil_scoped_release release;
                 stages = s.decode_stages(data, n);

@@ -134,7 +134,7 @@ void register_tts(py::module_ & m) {
              py::arg("code_predictor"), py::arg("max_frames"), py::arg("frame_codes") = py::none(),
              py::arg("vectors") = py::none(), py::arg("repetition_penalty") = 1.05f, py::arg("min_new_tokens") = 2,
              py::arg("seed") = 0, py::arg("cp_single_launch") = true, py::arg("talker_persistent") = true,
-             "one utterance for TtsEngine.generate / open: prompt rows, trailing text ids, sampling per stage, limits")
+             "one utterance for TtsRunner.generate / open: prompt rows, trailing text ids, sampling per stage, limits")
         .def_property_readonly("prompt_rows", [](const generation_request & r) { return r.prompt.n_rows; })
         .def_readonly("talker", &generation_request::talker)
         .def_readonly("code_predictor", &generation_request::code_predictor)
@@ -165,22 +165,31 @@ void register_tts(py::module_ & m) {
             return result_dict(r, r.n_frames ? int(r.codes.size() / size_t(r.n_frames)) : 16);
         }, "as generate returns (the stop reason is valid once done)");
 
-    py::class_<tts_engine>(m, "TtsEngine")
-        .def(py::init([](const model & mdl, std::shared_ptr<thread_pool> pool, bool talker_scheduled,
-                         bool code_predictor_scheduled, const std::string & talker_weights_buffer,
-                         const std::string & code_predictor_weights_buffer, const std::string & talker_device,
-                         const std::string & code_predictor_device) {
+    py::class_<tts_weights, std::shared_ptr<tts_weights>>(m, "TtsWeights")
+        .def(py::init([](const model & mdl, bool talker_scheduled, bool code_predictor_scheduled,
+                         const std::string & talker_weights_buffer, const std::string & code_predictor_weights_buffer,
+                         const std::string & talker_device, const std::string & code_predictor_device) {
                  py::gil_scoped_release release;
-                 return std::make_unique<tts_engine>(
-                     mdl, std::move(pool), stage_placement{talker_scheduled, talker_weights_buffer, talker_device},
+                 return std::make_shared<tts_weights>(
+                     mdl, stage_placement{talker_scheduled, talker_weights_buffer, talker_device},
                      stage_placement{code_predictor_scheduled, code_predictor_weights_buffer, code_predictor_device});
              }),
-             py::arg("model"), py::arg("pool"), py::arg("talker_scheduled") = false,
-             py::arg("code_predictor_scheduled") = false, py::arg("talker_weights_buffer") = "",
-             py::arg("code_predictor_weights_buffer") = "", py::arg("talker_device") = "",
-             py::arg("code_predictor_device") = "", py::keep_alive<1, 2>(),
+             py::arg("model"), py::arg("talker_scheduled") = false, py::arg("code_predictor_scheduled") = false,
+             py::arg("talker_weights_buffer") = "", py::arg("code_predictor_weights_buffer") = "",
+             py::arg("talker_device") = "", py::arg("code_predictor_device") = "", py::keep_alive<1, 2>(),
+             "the talker's and code predictor's weights bound once for a placement, shared by runners; "
              "*_device: the accelerator a scheduled stage runs on (weights and cache in its memory)")
-        .def("placement_report", [](const tts_engine & e) {
+        .def_property_readonly("hidden_size", &tts_weights::hidden_size)
+        .def_property_readonly("n_code_groups", &tts_weights::n_code_groups);
+
+    py::class_<tts_runner>(m, "TtsRunner")
+        .def(py::init([](std::shared_ptr<tts_weights> weights, std::shared_ptr<thread_pool> pool) {
+                 py::gil_scoped_release release;
+                 return std::make_unique<tts_runner>(std::move(weights), std::move(pool));
+             }),
+             py::arg("weights"), py::arg("pool"),
+             "one thread of compute over shared weights (graphs, persistent steps); one caller at a time")
+        .def("placement_report", [](const tts_runner & e) {
             py::list out;
             for (const auto & s : e.placement_report()) {
                 py::dict d = report_dict(s.report);
@@ -190,11 +199,9 @@ void register_tts(py::module_ & m) {
             }
             return out;
         }, "where each launch kind run so far ran: stage, launch, splits, ops per device, bytes copied, CPU fallbacks")
-        .def_property_readonly("hidden_size", &tts_engine::hidden_size)
-        .def_property_readonly("n_code_groups", &tts_engine::n_code_groups)
-        .def("generate", [](tts_engine & e, const generation_request & req,
+        .def("generate", [](tts_runner & e, const generation_request & req,
                             const std::function<bool(int64_t, py::array_t<int32_t>, double, double, double)> & on_frame) {
-            const int groups = e.n_code_groups();
+            const int groups = e.weights()->n_code_groups();
             frame_callback cb;
             if (on_frame) {
                 cb = [&on_frame, groups](int64_t t, const int32_t * codes, const frame_timing & tm) {
@@ -212,16 +219,16 @@ void register_tts(py::module_ & m) {
             return result_dict(res, groups);
         }, py::arg("request"), py::arg("on_frame"),
            "generate a request frame by frame; on_frame(t, codes, talker ms, code-predictor ms, prefill ms) -> keep going")
-        .def("open", [](tts_engine & e, const generation_request & req) {
+        .def("open", [](tts_runner & e, const generation_request & req) {
             py::gil_scoped_release release;
             return e.open(req);
         }, py::arg("request"), py::keep_alive<0, 1>(), "a session for this request, its prompt prefilled")
-        .def("step", [](tts_engine & e, const std::vector<tts_session *> & sessions) {
+        .def("step", [](tts_runner & e, const std::vector<tts_session *> & sessions) {
             py::gil_scoped_release release;
             e.step(sessions);
         }, py::arg("sessions"), "advance every session that is not done by one frame, in one talker and one "
                                 "code-predictor launch")
-        .def("embed", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
+        .def("embed", [](tts_runner & e, const i32_array & text_ids, const i32_array & codec_ids,
                          const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors) {
             prompt_rows r = rows_of(text_ids, codec_ids, frame_codes, vectors);
             std::vector<float> v;
@@ -229,11 +236,11 @@ void register_tts(py::module_ & m) {
                 py::gil_scoped_release release;
                 v = e.embed(r);
             }
-            py::array_t<float> out({r.n_rows, int64_t(e.hidden_size())});
+            py::array_t<float> out({r.n_rows, int64_t(e.weights()->hidden_size())});
             std::copy(v.begin(), v.end(), out.mutable_data());
             return out;
         }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes") = py::none(), py::arg("vectors") = py::none())
-        .def("prefill", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
+        .def("prefill", [](tts_runner & e, const i32_array & text_ids, const i32_array & codec_ids,
                            const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors) {
             prompt_rows r = rows_of(text_ids, codec_ids, frame_codes, vectors);
             std::vector<float> logits, hidden;
@@ -244,7 +251,7 @@ void register_tts(py::module_ & m) {
             return py::make_tuple(py::array_t<float>(logits.size(), logits.data()),
                                   py::array_t<float>(hidden.size(), hidden.data()));
         }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes") = py::none(), py::arg("vectors") = py::none())
-        .def("teacher_forced", [](tts_engine & e, const i32_array & text_ids, const i32_array & codec_ids,
+        .def("teacher_forced", [](tts_runner & e, const i32_array & text_ids, const i32_array & codec_ids,
                                   const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
                                   const i32_array & trailing, const i32_array & codes, int64_t max_frames,
                                   bool talker_persistent) {
@@ -253,22 +260,22 @@ void register_tts(py::module_ & m) {
             req.trailing_text_ids = to_vector<int32_t>(trailing);
             req.max_frames = max_frames;
             req.talker_persistent = talker_persistent;
-            const int64_t n = codes.size() / e.n_code_groups();
+            const int64_t n = codes.size() / e.weights()->n_code_groups();
             std::vector<float> logits, hidden;
             {
                 py::gil_scoped_release release;
                 e.teacher_forced(req, codes.data(), n, logits, hidden);
             }
             py::array_t<float> l({n + 1, int64_t(logits.size()) / (n + 1)});
-            py::array_t<float> h({n + 1, int64_t(e.hidden_size())});
+            py::array_t<float> h({n + 1, int64_t(e.weights()->hidden_size())});
             std::copy(logits.begin(), logits.end(), l.mutable_data());
             std::copy(hidden.begin(), hidden.end(), h.mutable_data());
             return py::make_tuple(l, h);
         }, py::arg("text_ids"), py::arg("codec_ids"), py::arg("frame_codes"), py::arg("vectors"), py::arg("trailing_text_ids"),
            py::arg("codes"), py::arg("max_frames") = 0, py::arg("talker_persistent") = true)
-        .def("code_predictor_frames", [](tts_engine & e, const f32_array & hidden, const i32_array & c0) {
-            const int64_t n = c0.size(), steps = e.n_code_groups() - 1, vocab = e.code_predictor_vocab();
-            if (hidden.size() != n * e.hidden_size()) throw std::invalid_argument("hidden must be [n, hidden_size]");
+        .def("code_predictor_frames", [](tts_runner & e, const f32_array & hidden, const i32_array & c0) {
+            const int64_t n = c0.size(), steps = e.weights()->n_code_groups() - 1, vocab = e.weights()->code_predictor_vocab();
+            if (hidden.size() != n * e.weights()->hidden_size()) throw std::invalid_argument("hidden must be [n, hidden_size]");
             py::array_t<int32_t> codes({n, steps});
             py::array_t<float> logits({n, steps, vocab});
             int32_t * c = codes.mutable_data();
@@ -282,8 +289,8 @@ void register_tts(py::module_ & m) {
             return py::make_tuple(codes, logits);
         }, py::arg("hidden"), py::arg("c0"), "greedy one-launch code-predictor frames for n sequences as one batch: "
                                              "(codes [n, 15], logits [n, 15, vocab])")
-        .def("code_predictor_logits", [](tts_engine & e, const f32_array & hidden, const i32_array & codes) {
-            if (hidden.size() != e.hidden_size() || codes.size() != e.n_code_groups()) {
+        .def("code_predictor_logits", [](tts_runner & e, const f32_array & hidden, const i32_array & codes) {
+            if (hidden.size() != e.weights()->hidden_size() || codes.size() != e.weights()->n_code_groups()) {
                 throw std::invalid_argument("hidden must have hidden_size values and codes one frame");
             }
             std::vector<float> v;
@@ -291,7 +298,7 @@ void register_tts(py::module_ & m) {
                 py::gil_scoped_release release;
                 v = e.code_predictor_logits(hidden.data(), codes.data());
             }
-            const int64_t rows = e.n_code_groups() - 1;
+            const int64_t rows = e.weights()->n_code_groups() - 1;
             py::array_t<float> out({rows, int64_t(v.size()) / rows});
             std::copy(v.begin(), v.end(), out.mutable_data());
             return out;

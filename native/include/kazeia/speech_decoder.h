@@ -1,10 +1,12 @@
 // Speech decoder (Qwen3TTSTokenizerV2Decoder): 16 codes per frame -> 1920 samples at 24 kHz.
 //
-// One implementation serves offline and streaming decoding: a stream carries every piece of
-// history the network looks back at (causal-conv inputs, the transposed convs' previous input,
+// Three parts, as the talker's: the weights (speech_decoder, bound once and shared), the compute
+// (speech_decoder_runner: a graph runner and its buffer) and a session per utterance
+// (speech_decoder_session: its history). One implementation serves offline and streaming decoding:
+// a session carries every piece of history the network looks back at (causal-conv inputs, the transposed convs' previous input,
 // the attention window's keys and values), so feeding frames in any pattern gives the same audio
 // as decoding them at once. The reference decodes in 300-frame chunks that restart with 25 frames
-// of left context; with `reference_chunking` the stream restarts the same way.
+// of left context; with `reference_chunking` the session restarts the same way.
 #pragma once
 
 #include <cstdint>
@@ -27,12 +29,10 @@ struct speech_decoder_options {
     bool profile = false;             // time every node (slow: one launch per node); see profile()
     bool scheduled = false;           // compute through ggml_backend_sched (placement accel-sched), on the
                                       // decoder's device when it has one, else over the CPU alone
-    bool share_compute = false;       // one compute buffer for every stream of the decoder that asks for it
-                                      // (tens of MB each at full size); such streams must not push concurrently
 };
 
-// The decoder's weights, bound and rearranged for its graphs once per model; any number of
-// streams share them.
+// The decoder's weights, bound and rearranged for its graphs once per model; only read after, by any
+// number of runners and sessions.
 class speech_decoder {
 public:
     // weights_buffer: a host-visible buffer type to keep the weights in (placement accel-weights);
@@ -52,13 +52,35 @@ private:
     std::unique_ptr<weights> w_;
 };
 
-class speech_decoder_stream {
+// Compute for decoder sessions: a graph runner and its compute buffer (tens of MB at full size).
+// Sessions that share one take turns, whatever thread pushes.
+class speech_decoder_runner {
 public:
-    speech_decoder_stream(std::shared_ptr<const speech_decoder> decoder, std::shared_ptr<thread_pool> pool,
-                          const speech_decoder_options & options);
-    ~speech_decoder_stream();
-    speech_decoder_stream(const speech_decoder_stream &) = delete;
-    speech_decoder_stream & operator=(const speech_decoder_stream &) = delete;
+    // scheduled: through ggml_backend_sched (placement accel-sched), as speech_decoder_options says
+    speech_decoder_runner(std::shared_ptr<const speech_decoder> decoder, std::shared_ptr<thread_pool> pool,
+                          bool scheduled = false);
+    ~speech_decoder_runner();
+    speech_decoder_runner(const speech_decoder_runner &) = delete;
+    speech_decoder_runner & operator=(const speech_decoder_runner &) = delete;
+
+    bool scheduled() const;
+    struct impl;
+    impl & compute() const { return *p_; }
+
+private:
+    std::unique_ptr<impl> p_;
+};
+
+class speech_decoder_session {
+public:
+    // with a runner of its own
+    speech_decoder_session(std::shared_ptr<const speech_decoder> decoder, std::shared_ptr<thread_pool> pool,
+                           const speech_decoder_options & options);
+    // on a runner shared with other sessions (its `scheduled` must be the options')
+    speech_decoder_session(std::shared_ptr<speech_decoder_runner> runner, const speech_decoder_options & options);
+    ~speech_decoder_session();
+    speech_decoder_session(const speech_decoder_session &) = delete;
+    speech_decoder_session & operator=(const speech_decoder_session &) = delete;
 
     // codes: n_frames rows of n_quantizers int32 (row-major); throws std::invalid_argument for
     // out-of-range codes. Returns the n_frames * samples_per_frame samples these frames determine.
@@ -74,10 +96,10 @@ public:
         int64_t channels = 0;
     };
     // For parity tests: decode from a fresh state in one graph and return every stage's output
-    // by the reference's stage names. Leaves the stream reset.
+    // by the reference's stage names. Leaves the session reset.
     std::map<std::string, stage_output> decode_stages(const int32_t * codes, int64_t n_frames);
 
-    // Where the last launch ran (splits, ops per device, copies, CPU fallbacks).
+    // Where its runner's last launch ran (splits, ops per device, copies, CPU fallbacks).
     const struct launch_report & placement_report() const;
 
     // With options.profile: seconds spent per "<stage it follows>/<op>" since construction.

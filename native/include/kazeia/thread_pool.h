@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 #include <stdexcept>
 
 #include "ggml-cpu.h"
@@ -26,6 +27,9 @@ public:
     thread_pool & operator=(const thread_pool &) = delete;
 
     ggml_threadpool_t get() const { return pool_; }
+    // Held for each launch: a ggml pool runs one graph at a time, so graph runners on several
+    // threads that share a pool take turns instead of corrupting each other's launch.
+    std::mutex & launches() { return launches_; }
     int n_threads() const { return n_threads_; }
     int active() const { return active_.load(std::memory_order_relaxed); }
     void set_active(int n) {
@@ -36,6 +40,7 @@ public:
 private:
     int n_threads_;
     std::atomic<int> active_;
+    std::mutex launches_;
     ggml_threadpool_t pool_ = nullptr;
 };
 

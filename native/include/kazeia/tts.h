@@ -1,5 +1,7 @@
 // Text to codes: the talker (Qwen3 LM over codec tokens) and the code predictor (15 more codes
-// per frame), driven frame by frame. Prompt rows come from Python (kazeia.engine.prompt); the
+// per frame), driven frame by frame. Three parts, as whisper.cpp's context and state: weights bound
+// once and shared (tts_weights), a runner per thread of compute (tts_runner), a session per
+// utterance (tts_session). Prompt rows come from Python (kazeia.engine.prompt); the
 // native side computes their embeddings.
 #pragma once
 
@@ -79,11 +81,14 @@ struct stage_launch_report {
     launch_report report;
 };
 
-class tts_engine;
+class tts_runner;
+class tts_weights;
+struct generation_loop;
 
 // One utterance being generated: its request, its talker KV cache, its random stream and where it
-// stands. Made (and prefilled) by tts_engine::open; advanced by tts_engine::step, alone or beside
-// others. A session's codes depend only on its own request: not on what shares its steps.
+// stands. Made (and prefilled) by tts_runner::open; advanced by tts_runner::step, alone or beside
+// others, by any runner over the same weights. A session's codes depend only on its own request:
+// not on what shares its steps, nor on which runner steps it.
 class tts_session {
 public:
     ~tts_session();
@@ -95,21 +100,43 @@ public:
     size_t cache_bytes() const;                 // its KV cache
 
 private:
-    friend class tts_engine;
+    friend class tts_runner;
+    friend struct generation_loop;
     struct state;
     explicit tts_session(std::unique_ptr<state> s);
     std::unique_ptr<state> s_;
 };
 
-// The talker and code predictor of one model under one placement: weights bound once, shared by
-// every session. Not thread-safe: one caller at a time.
-class tts_engine {
+// The talker's and code predictor's weights of one model under one placement, bound (copied into
+// the layouts the placement wants) once and only read after: shared by every runner and session.
+class tts_weights {
 public:
-    tts_engine(const model & m, std::shared_ptr<thread_pool> pool, const stage_placement & talker = {},
-               const stage_placement & code_predictor = {});
-    ~tts_engine();
-    tts_engine(const tts_engine &) = delete;
-    tts_engine & operator=(const tts_engine &) = delete;
+    tts_weights(const model & m, const stage_placement & talker = {}, const stage_placement & code_predictor = {});
+    ~tts_weights();
+    tts_weights(const tts_weights &) = delete;
+    tts_weights & operator=(const tts_weights &) = delete;
+
+    int hidden_size() const;
+    int n_code_groups() const;
+    int code_predictor_vocab() const;
+
+    struct stages;                 // the bound stages (generation/tts_runner.cpp)
+    const stages & bound() const { return *p_; }
+
+private:
+    std::unique_ptr<stages> p_;
+};
+
+// What one thread of compute needs to run the talker and code predictor over shared weights: graph
+// runners, persistent step and frame graphs, the code predictor's per-launch caches. One caller at
+// a time per runner; runners over the same weights may run at once on their own threads (each with
+// its own pool: a pool runs one launch at a time, so runners that share one take turns).
+class tts_runner {
+public:
+    tts_runner(std::shared_ptr<const tts_weights> weights, std::shared_ptr<thread_pool> pool);
+    ~tts_runner();
+    tts_runner(const tts_runner &) = delete;
+    tts_runner & operator=(const tts_runner &) = delete;
 
     generation_result generate(const generation_request & request, const frame_callback & on_frame);
 
@@ -117,10 +144,10 @@ public:
     std::unique_ptr<tts_session> open(const generation_request & request);
     // Advances every session that is not done by one frame: one talker launch and one code-predictor
     // launch for all of them (the products read the weights once). A session stops at EOS or at its
-    // frame limit; to cancel one, stop passing it.
+    // frame limit; to cancel one, stop passing it. Sessions of other weights are refused.
     void step(const std::vector<tts_session *> & sessions);
 
-    // Parity helpers.
+    // Parity probes (generation/tts_probes.cpp).
     std::vector<float> embed(const prompt_rows & rows);   // [n_rows][hidden]
     // logits [codec_vocab] and final-norm hidden [hidden] of the prompt's last row
     void prefill(const prompt_rows & rows, std::vector<float> & logits, std::vector<float> & hidden);
@@ -130,7 +157,6 @@ public:
                         std::vector<float> & logits, std::vector<float> & hidden);
     // teacher-forced code-predictor logits [15][vocab] for a talker hidden state and a frame's codes
     std::vector<float> code_predictor_logits(const float * hidden, const int32_t * codes);
-
     // The code predictor's one-launch frames for n talker hidden states [n][hidden] and codes 0 [n],
     // as a batch of n: codes [n][15] and each sub-step's logits [n][15][vocab] (tests: a frame's
     // numbers must not depend on the batch). noise: [n][15][vocab] when cfg samples.
@@ -140,12 +166,12 @@ public:
     // Where each launch kind that has run so far ran.
     std::vector<stage_launch_report> placement_report() const;
 
-    int hidden_size() const;
-    int n_code_groups() const;
-    int code_predictor_vocab() const;
+    const std::shared_ptr<const tts_weights> & weights() const { return w_; }
 
 private:
+    friend struct generation_loop;
     struct impl;
+    std::shared_ptr<const tts_weights> w_;
     std::unique_ptr<impl> p_;
 };
 

@@ -110,7 +110,8 @@ struct audio_encoder::impl {
     ggml_tensor * transformer(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, ggml_tensor * mask) {
         const auto & t = hp.tfm;
         const int64_t n = x->ne[1];
-        for (const auto & l : layers) {
+        for (size_t il = 0; il < layers.size(); ++il) {
+            const auto & l = layers[il];
             ggml_tensor * h = layer_norm(ctx, x, l.n1w, l.n1b, t.norm_eps);
             ggml_tensor * q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wq, h), t.head_dim, t.n_heads, n);
             ggml_tensor * k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wk, h), t.head_dim, t.n_kv_heads, n);
@@ -120,10 +121,10 @@ struct audio_encoder::impl {
             ggml_tensor * keys = ggml_permute(ctx, k, 0, 2, 1, 3);                      // [hd, n, H]
             ggml_tensor * values = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));    // [n, hd, H]
             ggml_tensor * o = ggml_mul_mat(ctx, l.wo, attention(ctx, q, keys, values, mask));
-            x = ggml_add(ctx, x, ggml_mul(ctx, o, l.s1));
+            x = named(residual(ctx, x, o, l.s1), "audio_encoder", int(il), "attn_out");
             h = layer_norm(ctx, x, l.n2w, l.n2b, t.norm_eps);
-            h = ggml_mul_mat(ctx, l.fc2, ggml_gelu_erf(ctx, ggml_mul_mat(ctx, l.fc1, h)));
-            x = ggml_add(ctx, x, ggml_mul(ctx, h, l.s2));
+            h = feed_forward(ctx, h, l.fc1, nullptr, l.fc2, ffn_activation::gelu_erf, ggml_mul_mat);
+            x = named(residual(ctx, x, h, l.s2), "audio_encoder", int(il), "ffn_out");
         }
         return x;
     }

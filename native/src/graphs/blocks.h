@@ -1,10 +1,12 @@
 // Graph blocks every transformer here shares (the talker's and code predictor's Qwen3 layers, the
-// speech decoder's and the audio encoder's transformers): RMS norm, layer norm, rotate-half RoPE,
-// attention and its masks.
+// speech decoder's and the audio encoder's transformers), in the shape of llama.cpp's graph
+// builders: norms, rotate-half RoPE, attention and its masks, the feed-forward block, residual
+// branches with LayerScale, and the names intermediates carry for dumps and profiles.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ggml.h"
@@ -19,6 +21,32 @@ inline ggml_tensor * rms_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor *
 // x normalised over the first axis (mean and variance), times `weight`, plus `bias`.
 inline ggml_tensor * layer_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor * weight, ggml_tensor * bias, float eps) {
     return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, eps), weight), bias);
+}
+
+// The feed-forward block: down(act(gate x) * up x) when gated (SwiGLU: act = silu), else
+// down(act(up x)); `mm` makes the products (ggml_mul_mat, or a stage's own). (The Qwen3 stack makes
+// its gate and up products in one op that reads x once, and joins them with ggml_swiglu_split.)
+enum class ffn_activation { silu, gelu_erf };
+
+template <typename Product>
+ggml_tensor * feed_forward(ggml_context * ctx, ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down,
+                           ffn_activation act, const Product & mm) {
+    auto activate = [&](ggml_tensor * t) { return act == ffn_activation::silu ? ggml_silu(ctx, t) : ggml_gelu_erf(ctx, t); };
+    ggml_tensor * h = gate ? activate(mm(ctx, gate, x)) : nullptr;   // (made first: the graph's order fixed)
+    ggml_tensor * u = mm(ctx, up, x);
+    return mm(ctx, down, gate ? ggml_mul(ctx, h, u) : activate(u));
+}
+
+// x + branch, the branch scaled per channel first when the network has a LayerScale (else null).
+inline ggml_tensor * residual(ggml_context * ctx, ggml_tensor * x, ggml_tensor * branch, ggml_tensor * scale = nullptr) {
+    return ggml_add(ctx, x, scale ? ggml_mul(ctx, branch, scale) : branch);
+}
+
+// Names an intermediate "<network>.blk.<layer>.<what>" (llama.cpp's cb(cur, name, il)), so dumps and
+// node profiles can tell every layer's tensors apart.
+inline ggml_tensor * named(ggml_tensor * t, const char * network, int layer, const char * what) {
+    ggml_format_name(t, "%s.blk.%d.%s", network, layer, what);
+    return t;
 }
 
 // Rotate-half (NEOX) RoPE of x [head_dim, heads, n] at positions `pos` (I32 [n]).

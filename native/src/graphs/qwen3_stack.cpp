@@ -13,7 +13,7 @@ namespace kazeia {
 
 qwen3_stack::qwen3_stack(const model & m, const std::string & prefix, const transformer_hparams & hp,
                          const std::function<ggml_tensor *(ggml_tensor *)> & place, bool cpu)
-    : hp_(hp), cpu_(cpu) {
+    : hp_(hp), network_(prefix.substr(0, prefix.size() - 1)), cpu_(cpu) {
     auto w = [&](const std::string & name) {
         ggml_tensor * t = m.require(name, "transformer " + prefix);
         return place ? place(t) : t;
@@ -84,11 +84,12 @@ ggml_tensor * qwen3_stack::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tens
             o = ggml_view_2d(ctx, o, o->ne[0], 1, o->nb[1], (n_all - 1) * o->nb[1]);
             x = ggml_view_2d(ctx, x, x->ne[0], 1, x->nb[1], (n_all - 1) * x->nb[1]);
         }
-        x = ggml_add(ctx, x, mm(l.wo, o));
+        x = named(residual(ctx, x, mm(l.wo, o)), network_.c_str(), int(il), "attn_out");
 
         h = rms_norm(ctx, x, l.ffn_norm, t.norm_eps);
         const std::vector<ggml_tensor *> gate_up = products(ctx, {l.w_gate, l.w_up}, h, cpu_, per_column);
-        x = ggml_add(ctx, x, mm(l.w_down, ggml_swiglu_split(ctx, gate_up[0], gate_up[1])));   // silu(gate) * up
+        ggml_tensor * ffn = mm(l.w_down, ggml_swiglu_split(ctx, gate_up[0], gate_up[1]));   // silu(gate) * up
+        x = named(residual(ctx, x, ffn), network_.c_str(), int(il), "ffn_out");
     }
     return rms_norm(ctx, x, output_norm_, t.norm_eps);
 }

@@ -63,6 +63,7 @@ public:
 
 private:
     transformer_hparams hp_;
+    std::string network_;   // "talker" or "cp": the names its intermediates carry
     bool cpu_ = false;
     std::vector<qwen3_layer_weights> layers_;
     ggml_tensor * output_norm_ = nullptr;

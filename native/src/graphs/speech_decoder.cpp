@@ -91,9 +91,6 @@ struct voc_block_w {
 }  // namespace
 
 struct speech_decoder::weights {
-    // compute shared by streams with share_compute, per placement kind (alive while a stream holds it)
-    mutable std::mutex shared_mutex;
-    mutable std::map<bool, std::weak_ptr<graph_runner>> shared_runners;
     const model & m;
     const speech_decoder_hparams & hp;
     std::string device;          // accel-sched: the accelerator holding the weights ("" = none)
@@ -286,9 +283,30 @@ struct speech_decoder::weights {
 
 };
 
-struct speech_decoder_stream::impl {
-    using stage_output = speech_decoder_stream::stage_output;
-    std::shared_ptr<const speech_decoder> owner;   // keeps the weights alive
+struct speech_decoder_runner::impl {
+    std::shared_ptr<const speech_decoder> decoder;   // keeps the weights alive
+    bool scheduled;
+    graph_runner runner;
+    std::mutex turn;   // one session's launch at a time: graph, compute and read-back
+
+    impl(std::shared_ptr<const speech_decoder> d, std::shared_ptr<thread_pool> pool, bool sched)
+        : decoder(std::move(d)), scheduled(sched),
+          runner(std::move(pool), k_graph_size, sched ? compute_placement::sched : compute_placement::cpu,
+                 sched ? decoder->prepared().device : "") {}
+};
+
+speech_decoder_runner::speech_decoder_runner(std::shared_ptr<const speech_decoder> decoder,
+                                             std::shared_ptr<thread_pool> pool, bool scheduled) {
+    if (!decoder || !pool) throw std::invalid_argument("a decoder runner needs the decoder and a thread pool");
+    p_ = std::make_unique<impl>(std::move(decoder), std::move(pool), scheduled);
+}
+speech_decoder_runner::~speech_decoder_runner() = default;
+bool speech_decoder_runner::scheduled() const { return p_->scheduled; }
+
+struct speech_decoder_session::impl {
+    using stage_output = speech_decoder_session::stage_output;
+    std::shared_ptr<speech_decoder_runner> owner;   // keeps the runner, and so the weights, alive
+    speech_decoder_runner::impl & compute;
     const speech_decoder::weights & W;
     const speech_decoder_hparams & hp;
     speech_decoder_options opt;
@@ -306,30 +324,13 @@ struct speech_decoder_stream::impl {
     int64_t total_frames = 0;           // frames decoded since reset()
     std::vector<int32_t> history;       // last left_context frames (reference chunking replays them)
 
-    std::shared_ptr<graph_runner> runner_;
     graph_runner & runner;
     bool standard_ops;   // scheduled onto an accelerator: no custom ops (they would run on the CPU)
 
-    static std::shared_ptr<graph_runner> make_runner(const speech_decoder::weights & W, std::shared_ptr<thread_pool> pool,
-                                                     const speech_decoder_options & o) {
-        auto make = [&] {
-            return std::make_shared<graph_runner>(std::move(pool), k_graph_size,
-                                                  o.scheduled ? compute_placement::sched : compute_placement::cpu,
-                                                  o.scheduled ? W.device : "");
-        };
-        if (!o.share_compute) return make();
-        std::lock_guard<std::mutex> lock(W.shared_mutex);
-        std::shared_ptr<graph_runner> r = W.shared_runners[o.scheduled].lock();
-        if (!r) {
-            r = make();
-            W.shared_runners[o.scheduled] = r;
-        }
-        return r;
-    }
-
-    impl(std::shared_ptr<const speech_decoder> decoder, std::shared_ptr<thread_pool> pool, const speech_decoder_options & o)
-        : owner(std::move(decoder)), W(owner->prepared()), hp(W.hp), opt(o), runner_(make_runner(W, std::move(pool), o)),
-          runner(*runner_), standard_ops(o.scheduled && !W.device.empty()) {
+    impl(std::shared_ptr<speech_decoder_runner> r, const speech_decoder_options & o)
+        : owner(std::move(r)), compute(owner->compute()), W(compute.decoder->prepared()), hp(W.hp), opt(o),
+          runner(compute.runner), standard_ops(o.scheduled && !W.device.empty()) {
+        if (o.scheduled != compute.scheduled) throw std::invalid_argument("the session's and its runner's placements differ");
         if (opt.chunk_frames <= opt.left_context || opt.left_context < 0) {
             throw std::invalid_argument("chunk_frames must exceed left_context >= 0");
         }
@@ -510,13 +511,12 @@ struct speech_decoder_stream::impl {
         ggml_tensor * keys = ggml_permute(g.ctx, k_all, 0, 2, 1, 3);                       // [hd, n_kv, Hkv]
         ggml_tensor * values = ggml_cont(g.ctx, ggml_permute(g.ctx, v_all, 1, 2, 0, 3));   // [n_kv, hd, Hkv]
         ggml_tensor * o = prod(g.ctx, l.wo, attention(g.ctx, q, keys, values, mask, mm));
-        x = ggml_add(g.ctx, x, ggml_mul(g.ctx, o, l.attn_scale));
+        x = residual(g.ctx, x, o, l.attn_scale);
 
         h = rms_norm(g.ctx, x, l.ffn_norm, t.norm_eps);
-        ggml_tensor * gate = ggml_silu(g.ctx, prod(g.ctx, l.w_gate, h));
-        ggml_tensor * up = prod(g.ctx, l.w_up, h);
-        ggml_tensor * down = prod(g.ctx, l.w_down, ggml_mul(g.ctx, gate, up));
-        return ggml_add(g.ctx, x, ggml_mul(g.ctx, down, l.ffn_scale));
+        auto product = [this](ggml_context * c, ggml_tensor * w, ggml_tensor * a) { return prod(c, w, a); };
+        return residual(g.ctx, x, feed_forward(g.ctx, h, l.w_up, l.w_gate, l.w_down, ffn_activation::silu, product),
+                        l.ffn_scale);
     }
 
     ggml_tensor * convnext(graph_ctx & g, const convnext_w & c, ggml_tensor * x, const char * tconv_name) {
@@ -618,6 +618,7 @@ struct speech_decoder_stream::impl {
 
     // Decodes n frames with the current state; appends their audio to `out` (if non-null).
     void run(const int32_t * codes, int64_t n, std::vector<float> * out, std::map<std::string, stage_output> * stages) {
+        std::lock_guard<std::mutex> my_turn(compute.turn);
         ggml_context * ctx = runner.begin();
         ggml_cgraph * gf = runner.graph();
         std::map<std::string, ggml_tensor *> stage_tensors;
@@ -681,9 +682,7 @@ struct speech_decoder_stream::impl {
             ggml_graph_clear(one);
             ggml_graph_add_node(one, node);
             const int64_t t0 = ggml_time_us();
-            if (ggml_backend_graph_compute(runner.backend(), one) != GGML_STATUS_SUCCESS) {
-                throw std::runtime_error("speech decoder graph failed");
-            }
+            runner.compute_on_cpu(one);
             const std::string key = stage + "/" + ggml_op_desc(node);
             profile_seconds[key] += 1e-6 * double(ggml_time_us() - t0);
             profile_flops[key] += matmul_flops(node);
@@ -742,19 +741,25 @@ const speech_decoder::weights & speech_decoder::prepared() const { return *w_; }
 const model & speech_decoder::source() const { return w_->m; }
 int speech_decoder::bf16_relaid() const { return w_->relaid; }
 
-speech_decoder_stream::speech_decoder_stream(std::shared_ptr<const speech_decoder> decoder,
-                                             std::shared_ptr<thread_pool> pool, const speech_decoder_options & options)
-    : p_(std::make_unique<impl>(std::move(decoder), std::move(pool), options)) {}
+speech_decoder_session::speech_decoder_session(std::shared_ptr<const speech_decoder> decoder,
+                                               std::shared_ptr<thread_pool> pool, const speech_decoder_options & options)
+    : speech_decoder_session(std::make_shared<speech_decoder_runner>(std::move(decoder), std::move(pool), options.scheduled),
+                             options) {}
 
-speech_decoder_stream::~speech_decoder_stream() = default;
+speech_decoder_session::speech_decoder_session(std::shared_ptr<speech_decoder_runner> runner,
+                                               const speech_decoder_options & options)
+    : p_(std::make_unique<impl>(runner ? std::move(runner) : throw std::invalid_argument("a decoder session needs a runner"),
+                                options)) {}
 
-std::vector<float> speech_decoder_stream::push(const int32_t * codes, int64_t n_frames) { return p_->push(codes, n_frames); }
-void speech_decoder_stream::reset() { p_->reset(); }
-int64_t speech_decoder_stream::frames_decoded() const { return p_->total_frames; }
-int speech_decoder_stream::samples_per_frame() const { return p_->hp.samples_per_frame; }
-int speech_decoder_stream::n_quantizers() const { return p_->hp.n_quantizers; }
+speech_decoder_session::~speech_decoder_session() = default;
 
-std::map<std::string, speech_decoder_stream::stage_output> speech_decoder_stream::decode_stages(
+std::vector<float> speech_decoder_session::push(const int32_t * codes, int64_t n_frames) { return p_->push(codes, n_frames); }
+void speech_decoder_session::reset() { p_->reset(); }
+int64_t speech_decoder_session::frames_decoded() const { return p_->total_frames; }
+int speech_decoder_session::samples_per_frame() const { return p_->hp.samples_per_frame; }
+int speech_decoder_session::n_quantizers() const { return p_->hp.n_quantizers; }
+
+std::map<std::string, speech_decoder_session::stage_output> speech_decoder_session::decode_stages(
     const int32_t * codes, int64_t n_frames) {
     p_->check_codes(codes, n_frames);
     p_->reset();
@@ -764,10 +769,7 @@ std::map<std::string, speech_decoder_stream::stage_output> speech_decoder_stream
     return stages;
 }
 
-}  // namespace kazeia
-
-namespace kazeia {
-std::map<std::string, double> speech_decoder_stream::profile() const { return p_->profile_seconds; }
-std::map<std::string, double> speech_decoder_stream::profile_flops() const { return p_->profile_flops; }
-const launch_report & speech_decoder_stream::placement_report() const { return p_->runner.report(); }
+std::map<std::string, double> speech_decoder_session::profile() const { return p_->profile_seconds; }
+std::map<std::string, double> speech_decoder_session::profile_flops() const { return p_->profile_flops; }
+const launch_report & speech_decoder_session::placement_report() const { return p_->runner.report(); }
 }  // namespace kazeia

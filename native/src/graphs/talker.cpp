@@ -10,11 +10,9 @@
 
 namespace kazeia {
 
-talker_stage::talker_stage(const model & m, weight_copies & layout, const stage_placement & p,
-                           std::shared_ptr<thread_pool> pool)
-    : hp_(m.hparams()), hidden_(hp_.talker.tfm.hidden), n_groups_(hp_.talker.n_code_groups),
+talker_weights::talker_weights(const model & m, weight_copies & layout, const stage_placement & p)
+    : hp_(m.hparams()), placement_(p), hidden_(hp_.talker.tfm.hidden), n_groups_(hp_.talker.n_code_groups),
       codec_vocab_(hp_.talker.codec_vocab), cp_vocab_(hp_.code_predictor.vocab), cpu_(!p.scheduled),
-      cache_buft_(cache_buffer(p, layout)),
       text_embd_(layout.table(m.require("talker.text_embd.weight", "talker"))),
       fc1_w_(layout(m.require("talker.text_proj.fc1.weight", "talker"))),
       fc1_b_(layout(m.require("talker.text_proj.fc1.bias", "talker"))),
@@ -22,19 +20,14 @@ talker_stage::talker_stage(const model & m, weight_copies & layout, const stage_
       fc2_b_(layout(m.require("talker.text_proj.fc2.bias", "talker"))),
       codec_embd_(layout.table(m.require("talker.codec_embd.weight", "talker"))),
       codec_head_(layout(m.require("talker.codec_head.weight", "talker"))),
-      stack_(m, "talker.", hp_.talker.tfm, std::ref(layout), cpu_), pad_text_id_(hp_.talker.text_pad),
-      prefill_runner_(pool, 8192, where(p), p.device), step_runner_(pool, k_batch_nodes, where(p), p.device) {
+      stack_(m, "talker.", hp_.talker.tfm, std::ref(layout), cpu_), pad_text_id_(hp_.talker.text_pad) {
     for (int j = 0; j + 1 < n_groups_; ++j) {
         frame_embd_.push_back(layout.table(m.require("cp.codec_embd." + std::to_string(j) + ".weight", "talker")));
     }
-    caches_ = std::make_shared<kv_cache_pool>(stack_.n_layers(), stack_.kv_dim(), cache_buft_);
+    caches_ = std::make_shared<kv_cache_pool>(stack_.n_layers(), stack_.kv_dim(), cache_buffer(p, layout));
 }
 
-kv_cache_pool::handle talker_stage::new_cache(int64_t n_ctx) const {
-    return caches_->take(n_ctx);
-}
-
-void talker_stage::check_rows(const prompt_rows & r) const {
+void talker_weights::check_rows(const prompt_rows & r) const {
     const size_t n = size_t(r.n_rows);
     if (r.n_rows < 1) throw std::invalid_argument("the prompt has no rows");
     if (r.text_ids.size() != n || r.codec_ids.size() != n) throw std::invalid_argument("prompt arrays differ in length");
@@ -55,8 +48,7 @@ void talker_stage::check_rows(const prompt_rows & r) const {
     }
 }
 
-// the parts the rows use, in graph order; parts no row uses are left out
-std::vector<talker_stage::embed_part> talker_stage::embed_parts(const prompt_rows & r) const {
+std::vector<embed_part> talker_weights::embed_parts(const prompt_rows & r) const {
     const int64_t n = r.n_rows;
     std::vector<embed_part> parts;
     auto part = [&](ggml_tensor * table, const int32_t * ids, int64_t stride, bool text) {
@@ -78,9 +70,7 @@ std::vector<talker_stage::embed_part> talker_stage::embed_parts(const prompt_row
     return parts;
 }
 
-// sum of the parts (and of the rows' extra vectors); their inputs are recorded in `in`
-// (`batch`: the rows are separate sequences, each computed exactly as it would be alone)
-ggml_tensor * talker_stage::build_embed(ggml_context * ctx, const prompt_rows & r, row_inputs & in, bool batch) {
+ggml_tensor * talker_weights::build_embed(ggml_context * ctx, const prompt_rows & r, row_inputs & in, bool batch) const {
     const int64_t n = r.n_rows;
     ggml_tensor * sum = nullptr;
     auto add = [&](ggml_tensor * t) { sum = sum ? ggml_add(ctx, sum, t) : t; };
@@ -107,40 +97,55 @@ ggml_tensor * talker_stage::build_embed(ggml_context * ctx, const prompt_rows & 
     return sum;
 }
 
-void talker_stage::upload(const row_inputs & in) {
-    for (const auto & [t, v] : in.ids) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
-    for (const auto & [t, v] : in.floats) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
+void row_inputs::upload() const {
+    for (const auto & [t, v] : ids) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
+    for (const auto & [t, v] : floats) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
 }
 
+prompt_rows talker_weights::step_rows(const generation_request & req, int64_t t, const int32_t * frame) const {
+    prompt_rows step;
+    step.n_rows = 1;
+    step.codec_ids = {frame[0]};
+    step.frame_codes.assign(frame + 1, frame + n_groups_);
+    step.text_ids = {t < int64_t(req.trailing_text_ids.size()) ? req.trailing_text_ids[t] : pad_text_id_};
+    return step;
+}
+
+// ---- runner ----------------------------------------------------------------------------------
+
+talker_runner::talker_runner(const talker_weights & w, std::shared_ptr<thread_pool> pool)
+    : w_(w), prefill_runner_(pool, 8192, where(w.placement()), w.placement().device),
+      step_runner_(pool, k_batch_nodes, where(w.placement()), w.placement().device) {}
+
 // rows at positions [pos0, pos0 + n) -> the last row's hidden state and logits
-void talker_stage::forward(const prompt_rows & r, int64_t pos0, kv_cache & cache, std::vector<float> & logits,
+void talker_runner::forward(const prompt_rows & r, int64_t pos0, kv_cache & cache, std::vector<float> & logits,
                            std::vector<float> & h_last, std::vector<float> * embeds) {
     ggml_context * ctx = prefill_runner_.begin();
     ggml_cgraph * gf = prefill_runner_.graph();
     row_inputs in;
-    ggml_tensor * x = build_embed(ctx, r, in);
+    ggml_tensor * x = w_.build_embed(ctx, r, in);
     if (embeds) ggml_set_output(x);
     const int64_t n = r.n_rows;
     ggml_tensor * pos = input_i32(ctx, n);
     ggml_tensor * mask = input_f32(ctx, pos0 + n, n);
     cache.prepare(pos0 + n, pos0 + n);
     // (one row: the step's arithmetic; a prompt: the fastest product for many rows)
-    ggml_tensor * h = stack_.build(ctx, gf, x, pos, {{&cache, 0, n, mask, pos0 + n, pos0}}, n == 1, true);
-    ggml_tensor * lg = product(ctx, codec_head_, h, cpu_);
+    ggml_tensor * h = w_.stack().build(ctx, gf, x, pos, {{&cache, 0, n, mask, pos0 + n, pos0}}, n == 1, true);
+    ggml_tensor * lg = product(ctx, w_.codec_head(), h, w_.cpu());
     ggml_set_output(h);
     ggml_set_output(lg);
     ggml_build_forward_expand(gf, lg);
     if (embeds) ggml_build_forward_expand(gf, x);
     prefill_runner_.allocate();
-    upload(in);
+    in.upload();
     set_causal_inputs(pos, mask, pos0, n);
     prefill_runner_.compute();
-    logits.resize(codec_vocab_);
-    h_last.resize(hidden_);
+    logits.resize(w_.codec_vocab());
+    h_last.resize(w_.hidden());
     ggml_backend_tensor_get(lg, logits.data(), 0, ggml_nbytes(lg));
     ggml_backend_tensor_get(h, h_last.data(), 0, ggml_nbytes(h));
     if (embeds) {
-        embeds->resize(size_t(hidden_) * n);
+        embeds->resize(size_t(w_.hidden()) * n);
         ggml_backend_tensor_get(x, embeds->data(), 0, ggml_nbytes(x));
     }
 }
@@ -149,28 +154,28 @@ void talker_stage::forward(const prompt_rows & r, int64_t pos0, kv_cache & cache
 // shapes but for the number of keys, so a sequence attends over keys [0, n_kv) with n_kv a whole
 // kv_cache bucket (the mask hides the rest) and writes its key and value at cache rows given as
 // inputs: the graph is built once per batch composition and bucket, then only fed.
-void talker_stage::build_step_graph(const std::vector<slot> & slots, const prompt_rows & rows,
+void talker_runner::build_step_graph(const std::vector<slot> & slots, const prompt_rows & rows,
                                     const std::vector<std::pair<uint64_t, int64_t>> & key) {
     step_graph & g = step_graph_;
     ggml_context * ctx = step_runner_.begin();
     ggml_cgraph * gf = step_runner_.graph();
     g = step_graph{};
     const bool batch = slots.size() > 1;
-    ggml_tensor * x = build_embed(ctx, rows, g.in, batch);
-    for (const embed_part & p : embed_parts(rows)) g.tables.push_back(p.table);
+    ggml_tensor * x = w_.build_embed(ctx, rows, g.in, batch);
+    for (const embed_part & p : w_.embed_parts(rows)) g.tables.push_back(p.table);
     g.pos = input_i32(ctx, int64_t(slots.size()));
     std::vector<attention_segment> segments;
     for (size_t b = 0; b < slots.size(); ++b) {
         const int64_t n_kv = key[b].second;
         g.mask.push_back(input_f32(ctx, n_kv, 1));
         g.k_rows.push_back(ggml_new_tensor_1d(ctx, GGML_TYPE_I64, 1));
-        g.v_cells.push_back(ggml_new_tensor_1d(ctx, GGML_TYPE_I64, stack_.kv_dim()));
+        g.v_cells.push_back(ggml_new_tensor_1d(ctx, GGML_TYPE_I64, w_.stack().kv_dim()));
         ggml_set_input(g.k_rows.back());
         ggml_set_input(g.v_cells.back());
         segments.push_back({slots[b].cache, int64_t(b), 1, g.mask.back(), n_kv, 0, g.k_rows.back(), g.v_cells.back()});
     }
-    g.h = stack_.build(ctx, gf, x, g.pos, segments, true);
-    g.logits = product(ctx, codec_head_, g.h, cpu_, batch);
+    g.h = w_.stack().build(ctx, gf, x, g.pos, segments, true);
+    g.logits = product(ctx, w_.codec_head(), g.h, w_.cpu(), batch);
     ggml_set_output(g.h);
     ggml_set_output(g.logits);
     ggml_build_forward_expand(gf, g.logits);
@@ -179,7 +184,7 @@ void talker_stage::build_step_graph(const std::vector<slot> & slots, const promp
     g.built = true;
 }
 
-void talker_stage::steps(const std::vector<slot> & slots) {
+void talker_runner::steps(const std::vector<slot> & slots) {
     const size_t n = slots.size();
     prompt_rows rows;   // the sequences' rows, one per sequence
     rows.n_rows = int64_t(n);
@@ -193,7 +198,7 @@ void talker_stage::steps(const std::vector<slot> & slots) {
         s.cache->prepare(n_kv, s.pos + 1);
         key.emplace_back(s.cache->id(), n_kv);
     }
-    std::vector<embed_part> parts = embed_parts(rows);
+    std::vector<embed_part> parts = w_.embed_parts(rows);
     step_graph & g = step_graph_;
     bool same = g.built && g.key == key && g.tables.size() == parts.size();
     for (size_t i = 0; same && i < parts.size(); ++i) same = g.tables[i] == parts[i].table;
@@ -217,20 +222,12 @@ void talker_stage::steps(const std::vector<slot> & slots) {
     ggml_backend_tensor_set(g.pos, positions.data(), 0, ggml_nbytes(g.pos));
     step_runner_.compute();
     for (size_t b = 0; b < n; ++b) {
-        slots[b].logits->resize(codec_vocab_);
-        slots[b].h->resize(hidden_);
-        ggml_backend_tensor_get(g.logits, slots[b].logits->data(), b * g.logits->nb[1], size_t(codec_vocab_) * sizeof(float));
-        ggml_backend_tensor_get(g.h, slots[b].h->data(), b * g.h->nb[1], size_t(hidden_) * sizeof(float));
+        const size_t vocab = size_t(w_.codec_vocab()), hidden = size_t(w_.hidden());
+        slots[b].logits->resize(vocab);
+        slots[b].h->resize(hidden);
+        ggml_backend_tensor_get(g.logits, slots[b].logits->data(), b * g.logits->nb[1], vocab * sizeof(float));
+        ggml_backend_tensor_get(g.h, slots[b].h->data(), b * g.h->nb[1], hidden * sizeof(float));
     }
-}
-
-prompt_rows talker_stage::step_rows(const generation_request & req, int64_t t, const int32_t * frame) const {
-    prompt_rows step;
-    step.n_rows = 1;
-    step.codec_ids = {frame[0]};
-    step.frame_codes.assign(frame + 1, frame + n_groups_);
-    step.text_ids = {t < int64_t(req.trailing_text_ids.size()) ? req.trailing_text_ids[t] : pad_text_id_};
-    return step;
 }
 
 }  // namespace kazeia

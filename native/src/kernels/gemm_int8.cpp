@@ -104,14 +104,6 @@ std::unordered_set<const void *> g_lanes;
 
 }  // namespace
 
-bool gemm_int8_available() {
-#ifdef KAZEIA_X86
-    return lanes_kernels() != nullptr;
-#else
-    return false;
-#endif
-}
-
 bool lanes_available() {
 #ifdef KAZEIA_X86
     return lanes_kernels() != nullptr;
@@ -123,7 +115,7 @@ bool lanes_available() {
 ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 #ifdef KAZEIA_X86
     const int64_t block = w->type == GGML_TYPE_Q8_0 ? 32 : w->type == GGML_TYPE_Q6_K ? 256 : 0;
-    if (block == 0 || w->ne[1] % k_rows != 0 || w->ne[0] % 64 != 0 || x->ne[1] < 2 || !gemm_int8_available() ||
+    if (block == 0 || w->ne[1] % k_rows != 0 || w->ne[0] % 64 != 0 || x->ne[1] < 2 || !lanes_available() ||
         is_lanes(w)) {
         return nullptr;
     }

@@ -31,8 +31,8 @@ namespace kazeia {
 // kernels, which read each weight block once per four columns, are as fast).
 constexpr int64_t k_gemm_min_columns = 8;
 
-bool gemm_int8_available();
-// Whether this CPU level has a lanes form (AVX2 and up; the same as gemm_int8_available).
+// Whether this CPU level has a lanes form (AVX2 and up): the lanes products and the row-layout GEMM
+// both need one.
 bool lanes_available();
 
 // w (row layout): q8_0 or q6_K [K, N], x: f32 [K, n] -> f32 [N, n]; nullptr when it does not apply

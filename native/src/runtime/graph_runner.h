@@ -102,11 +102,17 @@ public:
     const launch_report & report() const { return report_; }
     bool allocated() const { return report_.nodes > 0; }
     void compute() {
+        std::lock_guard<std::mutex> turn(pool_->launches());
         ggml_backend_cpu_set_n_threads(backend_, pool_->active());
         const ggml_status st = sched_ ? ggml_backend_sched_graph_compute(sched_, gf_) : ggml_backend_graph_compute(backend_, gf_);
         if (st != GGML_STATUS_SUCCESS) throw std::runtime_error("graph compute failed");
     }
-    ggml_backend_t backend() const { return backend_; }
+    // another graph of this runner's context (profiling: one node at a time), on its CPU backend
+    void compute_on_cpu(ggml_cgraph * g) {
+        std::lock_guard<std::mutex> turn(pool_->launches());
+        ggml_backend_cpu_set_n_threads(backend_, pool_->active());
+        if (ggml_backend_graph_compute(backend_, g) != GGML_STATUS_SUCCESS) throw std::runtime_error("graph compute failed");
+    }
 
 private:
     std::shared_ptr<thread_pool> pool_;
