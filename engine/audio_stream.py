@@ -125,7 +125,7 @@ class AudioStream:
         self._end()
 
     def fail(self, error: BaseException) -> None:
-        self.error = error   # the decoder stream is not reused: a push may have failed half-way
+        self.error = error   # the decoder session is not reused: a push may have failed half-way
         self._end()
 
     # -- inside ---------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ class AudioStream:
                                                        decoder_ms=list(t.decoder_ms))))
 
     def _release_decoder(self) -> None:
-        """Every push of this stream is done: the host's next stream may reuse its decoder stream."""
+        """Every push of this stream is done: the host's next stream may reuse its decoder session."""
         decoder, self._decoder = self._decoder, None
         if decoder is not None:
             decoder.release()

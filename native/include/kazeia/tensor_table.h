@@ -25,6 +25,29 @@ enum class tensor_transform {
     codebook,      // sources [embedding_sum, cluster_usage] -> sum / max(usage, 1e-5)
 };
 
+// One Qwen3 layer's tensors (talker and code predictor), in the order the stack binds them
+// (graphs/qwen3_stack.h): the GGUF name after "<prefix>blk.N.", the checkpoint name after
+// "<prefix>layers.N.", and what its dimensions are. The converter's table and the stack read this one list.
+enum class qwen3_dims { hidden, head_dim, q_by_hidden, kv_by_hidden, hidden_by_q, ffn_by_hidden, hidden_by_ffn };
+struct qwen3_tensor {
+    const char * gguf;
+    const char * source;
+    qwen3_dims dims;
+};
+inline constexpr qwen3_tensor k_qwen3_layer_tensors[] = {
+    {"attn_norm.weight", "input_layernorm.weight", qwen3_dims::hidden},
+    {"attn_q.weight", "self_attn.q_proj.weight", qwen3_dims::q_by_hidden},
+    {"attn_k.weight", "self_attn.k_proj.weight", qwen3_dims::kv_by_hidden},
+    {"attn_v.weight", "self_attn.v_proj.weight", qwen3_dims::kv_by_hidden},
+    {"attn_output.weight", "self_attn.o_proj.weight", qwen3_dims::hidden_by_q},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight", qwen3_dims::head_dim},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight", qwen3_dims::head_dim},
+    {"ffn_norm.weight", "post_attention_layernorm.weight", qwen3_dims::hidden},
+    {"ffn_gate.weight", "mlp.gate_proj.weight", qwen3_dims::ffn_by_hidden},
+    {"ffn_up.weight", "mlp.up_proj.weight", qwen3_dims::ffn_by_hidden},
+    {"ffn_down.weight", "mlp.down_proj.weight", qwen3_dims::hidden_by_ffn},
+};
+
 struct tensor_spec {
     std::string name;                   // GGUF name, <= 63 characters
     std::vector<std::string> sources;   // checkpoint names (paths as in the safetensors files)

@@ -1,11 +1,13 @@
 #include "graphs/qwen3_stack.h"
 
 #include <cmath>
+#include <iterator>
 #include <stdexcept>
 
 #include "graphs/blocks.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
+#include "kazeia/tensor_table.h"
 #include "kernels/prefill_attention.h"
 #include "kernels/products.h"
 
@@ -18,12 +20,13 @@ qwen3_stack::qwen3_stack(const model & m, const std::string & prefix, const tran
         ggml_tensor * t = m.require(name, "transformer " + prefix);
         return place ? place(t) : t;
     };
+    static_assert(sizeof(qwen3_layer_weights) == std::size(k_qwen3_layer_tensors) * sizeof(ggml_tensor *),
+                  "qwen3_layer_weights holds k_qwen3_layer_tensors, in its order");
     for (int i = 0; i < hp.n_layers; ++i) {
         const std::string p = prefix + "blk." + std::to_string(i) + ".";
-        layers_.push_back({w(p + "attn_norm.weight"), w(p + "attn_q.weight"), w(p + "attn_k.weight"),
-                           w(p + "attn_v.weight"), w(p + "attn_output.weight"), w(p + "attn_q_norm.weight"),
-                           w(p + "attn_k_norm.weight"), w(p + "ffn_norm.weight"), w(p + "ffn_gate.weight"),
-                           w(p + "ffn_up.weight"), w(p + "ffn_down.weight")});
+        ggml_tensor * t[std::size(k_qwen3_layer_tensors)];
+        for (size_t j = 0; j < std::size(k_qwen3_layer_tensors); ++j) t[j] = w(p + k_qwen3_layer_tensors[j].gguf);
+        layers_.push_back({t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10]});
     }
     output_norm_ = w(prefix + "output_norm.weight");
 }

@@ -17,6 +17,7 @@ namespace kazeia {
 
 class model;
 
+// In the order of k_qwen3_layer_tensors (kazeia/tensor_table.h).
 struct qwen3_layer_weights {
     ggml_tensor *attn_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *ffn_norm, *w_gate, *w_up, *w_down;
 };

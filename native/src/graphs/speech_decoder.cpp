@@ -9,10 +9,10 @@
 
 #include <array>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 #include "ggml-alloc.h"
@@ -20,25 +20,24 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 #include "graphs/blocks.h"
+#include "graphs/speech_decoder_weights.h"
 #include "kazeia/cpu_level.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "kernels/custom_ops.h"
 #include "kernels/gemm_bf16.h"
 #include "runtime/graph_runner.h"
-#include "weights/derived_weights.h"
-#include "weights/weight_copies.h"
 
 namespace kazeia {
 namespace {
+
+using namespace decoder_parts;
 
 constexpr int k_graph_size = 16384;
 // Keys sit at slots whose index is their position modulo this (and the key axis is padded to a
 // multiple of it), so every SIMD lane sums the same keys whatever the chunking: streamed audio
 // matches offline decoding to the last bits.
 constexpr int64_t k_kv_align = 64;
-
-std::string idx(const std::string & a, int i, const std::string & b = "") { return a + std::to_string(i) + b; }
 
 // Matrix product with the same kernel whatever the number of columns: ggml hands two or more
 // contiguous columns to llamafile's sgemm and a single or strided one to its vec_dot, and the two
@@ -51,237 +50,8 @@ ggml_tensor * mm(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
     return ggml_is_contiguous(first) ? first : ggml_cont(ctx, first);
 }
 
-struct conv_w {           // causal conv: weight tap-major, ne [Cin, K, Cout], bias [Cout]
-    ggml_tensor * weight = nullptr;
-    ggml_tensor * bias = nullptr;
-    int k = 1, dilation = 1, c_in = 0, c_out = 0;
-};
-
-struct tconv_w {          // causal transposed conv with k = s or k = 2s: [Cin, Cout * k]
-    ggml_tensor * w = nullptr;
-    ggml_tensor * bias = nullptr;
-    int k = 0, stride = 0, c_in = 0, c_out = 0;
-};
-
-struct snake_w {          // y = x + inv_beta * sin(x * alpha)^2, alpha and inv_beta precomputed
-    ggml_tensor * alpha = nullptr;
-    ggml_tensor * inv_beta = nullptr;
-};
-
-struct attn_layer_w {
-    ggml_tensor *attn_norm, *wq, *wk, *wv, *wo, *attn_scale, *ffn_norm, *w_gate, *w_up, *w_down, *ffn_scale;
-};
-
-struct convnext_w {
-    tconv_w up;
-    ggml_tensor *dw_taps, *dw_bias, *norm_w, *norm_b, *pw1, *pw1_b, *pw2, *pw2_b, *gamma;
-};
-
-struct res_unit_w {
-    snake_w snake1, snake2;
-    conv_w conv1, conv2;
-};
-
-struct voc_block_w {
-    snake_w snake;
-    tconv_w up;
-    res_unit_w res[3];
-};
-
 }  // namespace
 
-struct speech_decoder::weights {
-    const model & m;
-    const speech_decoder_hparams & hp;
-    std::string device;          // accel-sched: the accelerator holding the weights ("" = none)
-    weight_layout layout;        // where the weights live (accel-weights, accel-sched), else the file
-    weight_copies copies;
-    derived_weights derived{1024};
-    std::vector<ggml_tensor *> codebooks;
-    ggml_tensor *first_proj = nullptr, *rest_proj = nullptr;
-    conv_w pre_conv;
-    ggml_tensor *in_proj = nullptr, *in_proj_b = nullptr, *out_norm = nullptr, *out_proj = nullptr, *out_proj_b = nullptr;
-    std::vector<attn_layer_w> layers;
-    std::vector<convnext_w> upsample;
-    conv_w voc_in;
-    std::vector<voc_block_w> blocks;
-    snake_w snake_out;
-    conv_w voc_out;
-
-    std::vector<const ggml_tensor *> replaced;   // file tensors only read to make derived copies
-    // bf16 matrices on a CPU without Kazeia's bf16 kernels (no AVX-512 BF16, or KAZEIA_CPU below
-    // it) are re-laid as f16 at load: with ggml built for AVX2 the 0.6B decoder took 45 ms a frame
-    // so, against 55 as bf16 (in the PyPI wheel's ggml: 103), and came out closer to the reference
-    // (58.6 against 40.6 dB: ggml's f16 products round the activations to f16, its bf16 ones to
-    // bf16). A bf16 value in f16's range is exact in f16 (7 mantissa bits of 10); a matrix with a
-    // value beyond it stays bf16. KAZEIA_KEEP_BF16=1 keeps them (to measure against).
-    bool bf16_as_f16 = false;
-    int relaid = 0;
-
-    static weight_layout layout_for(const std::string & weights_buffer, const std::string & device) {
-        if (!device.empty() && !weights_buffer.empty()) throw std::invalid_argument("weights go to a buffer type or a device, not both");
-        if (!device.empty()) return device_layout(accelerator_device(device));
-        return weights_buffer.empty() ? weight_layout{} : buffer_layout(weights_buffer);
-    }
-
-    weights(const model & model_, const std::string & weights_buffer, const std::string & device_)
-        : m(model_), hp(model_.hparams().decoder), device(device_), layout(layout_for(weights_buffer, device_)),
-          copies(&model_, layout),
-          bf16_as_f16(!layout.buft && !gemm_bf16_available() && !measurement_switches_in_force().keep_bf16) {
-        bind_weights();
-        derived.allocate([this] {
-            for (const ggml_tensor * t : replaced) m.release_pages(t);
-        }, layout.buft);
-    }
-
-    // any weight a graph reads (a bf16 matrix re-laid as f16 where that is faster)
-    ggml_tensor * mat(const std::string & name) {
-        ggml_tensor * src = w(name);
-        if (relaid_type(src) == src->type) return copies(src);
-        replaced.push_back(src);
-        ++relaid;
-        return derived.add(name + ".f16", GGML_TYPE_F16, {src->ne[0], src->ne[1], src->ne[2], src->ne[3]},
-                           [src](std::vector<uint8_t> & out) { out = as_f16(tensor_bytes(src)); });
-    }
-
-    // the type a weight is kept in: f16 for bf16 where bf16_as_f16 and every value fits
-    ggml_type relaid_type(const ggml_tensor * src) const {
-        if (!bf16_as_f16 || src->type != GGML_TYPE_BF16 || ggml_n_dims(src) < 2) return src->type;
-        std::vector<uint8_t> copy;
-        const void * data = src->data;
-        if (!src->buffer || !ggml_backend_buffer_is_host(src->buffer)) data = (copy = tensor_bytes(src)).data();
-        const auto * v = static_cast<const ggml_bf16_t *>(data);
-        for (int64_t i = 0, n = ggml_nelements(src); i < n; ++i) {
-            if (std::fabs(ggml_bf16_to_fp32(v[i])) > 65504.0f) return src->type;
-        }
-        return GGML_TYPE_F16;
-    }
-
-    static std::vector<uint8_t> as_f16(const std::vector<uint8_t> & bf16) {
-        const size_t n = bf16.size() / 2;
-        std::vector<float> f(n);
-        ggml_bf16_to_fp32_row(reinterpret_cast<const ggml_bf16_t *>(bf16.data()), f.data(), int64_t(n));
-        std::vector<uint8_t> out(bf16.size());
-        ggml_fp32_to_fp16_row(f.data(), reinterpret_cast<ggml_fp16_t *>(out.data()), int64_t(n));
-        return out;
-    }
-
-    // a file weight rearranged by `order` (permute_elements), in its relaid type
-    ggml_tensor * derive(const std::string & name, const ggml_tensor * src, std::vector<int64_t> ne, const int (&order)[3]) {
-        const ggml_type type = relaid_type(src);
-        relaid += type != src->type;
-        const std::array<int, 3> o{order[0], order[1], order[2]};
-        return derived.add(name, type, std::move(ne), [src, o, type](std::vector<uint8_t> & out) {
-            const int ord[3] = {o[0], o[1], o[2]};
-            out = permute_elements(src, ord);
-            if (type != src->type) out = as_f16(out);
-        });
-    }
-
-    ggml_tensor * w(const std::string & name) const { return m.require(name, "speech decoder"); }
-
-    conv_w bind_conv(const std::string & name, int dilation) {
-        ggml_tensor * src = w(name + ".weight");   // ne [K, Cin, Cout]
-        conv_w c;
-        c.k = int(src->ne[0]);
-        c.c_in = int(src->ne[1]);
-        c.c_out = int(src->ne[2]);
-        c.dilation = dilation;
-        replaced.push_back(src);
-        c.weight = derive(name + ".tap_major", src, {c.c_in, c.k, c.c_out}, {1, 0, 2});
-        c.bias = mat(name + ".bias");
-        return c;
-    }
-
-    tconv_w bind_tconv(const std::string & name, int stride) {
-        ggml_tensor * src = w(name + ".weight");   // ne [K, Cout, Cin]
-        tconv_w c;
-        c.k = int(src->ne[0]);
-        c.c_out = int(src->ne[1]);
-        c.c_in = int(src->ne[2]);
-        c.stride = stride;
-        if (c.k != stride && c.k != 2 * stride) {
-            throw model_error("speech decoder: " + name + " has kernel " + std::to_string(c.k) + " for stride " +
-                              std::to_string(stride) + " (supported: k = s or 2s)");
-        }
-        // rows ordered (tap, out channel): the first s taps of every input form one output block
-        replaced.push_back(src);
-        c.w = derive(name + ".phases", src, {c.c_in, int64_t(c.c_out) * c.k}, {2, 1, 0});
-        c.bias = mat(name + ".bias");
-        return c;
-    }
-
-    snake_w bind_snake(const std::string & name) {
-        ggml_tensor * a = w(name + ".alpha");
-        ggml_tensor * b = w(name + ".beta");
-        snake_w s;
-        const int64_t n = a->ne[0];
-        s.alpha = derived.add(name + ".exp_alpha", GGML_TYPE_F32, {n}, [a, n](std::vector<uint8_t> & out) {
-            out = tensor_bytes(a);
-            auto * v = reinterpret_cast<float *>(out.data());
-            for (int64_t i = 0; i < n; ++i) v[i] = std::exp(v[i]);
-        });
-        s.inv_beta = derived.add(name + ".inv_beta", GGML_TYPE_F32, {n}, [b, n](std::vector<uint8_t> & out) {
-            out = tensor_bytes(b);
-            auto * v = reinterpret_cast<float *>(out.data());
-            for (int64_t i = 0; i < n; ++i) v[i] = 1.0f / (std::exp(v[i]) + 1e-9f);
-        });
-        return s;
-    }
-
-    void bind_weights() {
-        for (int k = 0; k < hp.n_quantizers; ++k) codebooks.push_back(mat(idx("dec.vq.codebook.", k)));
-        first_proj = mat("dec.vq.first_output_proj.weight");
-        rest_proj = mat("dec.vq.rest_output_proj.weight");
-        pre_conv = bind_conv("dec.pre_conv", 1);
-        in_proj = mat("dec.tfm.input_proj.weight");
-        in_proj_b = mat("dec.tfm.input_proj.bias");
-        for (int i = 0; i < hp.tfm.n_layers; ++i) {
-            const std::string p = idx("dec.tfm.blk.", i, ".");
-            layers.push_back({mat(p + "attn_norm.weight"), mat(p + "attn_q.weight"), mat(p + "attn_k.weight"),
-                              mat(p + "attn_v.weight"), mat(p + "attn_output.weight"), mat(p + "attn_scale"),
-                              mat(p + "ffn_norm.weight"), mat(p + "ffn_gate.weight"), mat(p + "ffn_up.weight"),
-                              mat(p + "ffn_down.weight"), mat(p + "ffn_scale")});
-        }
-        out_norm = mat("dec.tfm.output_norm.weight");
-        out_proj = mat("dec.tfm.output_proj.weight");
-        out_proj_b = mat("dec.tfm.output_proj.bias");
-        for (size_t u = 0; u < hp.upsampling_ratios.size(); ++u) {
-            const std::string p = idx("dec.up.", int(u), ".");
-            convnext_w c;
-            c.up = bind_tconv(p + "tconv", hp.upsampling_ratios[u]);
-            ggml_tensor * dw = w(p + "dwconv.weight");   // ne [7, 1, C]
-            c.dw_taps = derived.add(p + "dwconv.taps", dw->type, {dw->ne[2], dw->ne[0]},
-                                    [dw](std::vector<uint8_t> & out) { out = permute_elements(dw, {2, 0, 1}); });
-            c.dw_bias = mat(p + "dwconv.bias");
-            c.norm_w = mat(p + "norm.weight");
-            c.norm_b = mat(p + "norm.bias");
-            c.pw1 = mat(p + "pwconv1.weight");
-            c.pw1_b = mat(p + "pwconv1.bias");
-            c.pw2 = mat(p + "pwconv2.weight");
-            c.pw2_b = mat(p + "pwconv2.bias");
-            c.gamma = mat(p + "gamma");
-            upsample.push_back(c);
-        }
-        voc_in = bind_conv("dec.voc.conv_in", 1);
-        for (size_t b = 0; b < hp.upsample_rates.size(); ++b) {
-            const std::string p = idx("dec.voc.blk.", int(b), ".");
-            voc_block_w blk;
-            blk.snake = bind_snake(p + "snake");
-            blk.up = bind_tconv(p + "tconv", hp.upsample_rates[b]);
-            const int dilations[3] = {1, 3, 9};
-            for (int r = 0; r < 3; ++r) {
-                const std::string pr = idx(p + "res.", r, ".");
-                blk.res[r] = {bind_snake(pr + "snake1"), bind_snake(pr + "snake2"),
-                              bind_conv(pr + "conv1", dilations[r]), bind_conv(pr + "conv2", 1)};
-            }
-            blocks.push_back(blk);
-        }
-        snake_out = bind_snake("dec.voc.snake_out");
-        voc_out = bind_conv("dec.voc.conv_out", 1);
-    }
-
-};
 
 struct speech_decoder_runner::impl {
     std::shared_ptr<const speech_decoder> decoder;   // keeps the weights alive

@@ -1,5 +1,7 @@
 #include "kazeia/tensor_table.h"
 
+#include <stdexcept>
+
 #include "kazeia/errors.h"
 
 namespace kazeia {
@@ -41,20 +43,25 @@ void add_qwen3_layers(table_builder & t, const std::string & gguf_prefix, const 
                       const transformer_hparams & h) {
     const int64_t q_dim = int64_t(h.n_heads) * h.head_dim;
     const int64_t kv_dim = int64_t(h.n_kv_heads) * h.head_dim;
+    auto shape_of = [&](qwen3_dims d) -> shape_t {
+        switch (d) {
+            case qwen3_dims::hidden: return {h.hidden};
+            case qwen3_dims::head_dim: return {h.head_dim};
+            case qwen3_dims::q_by_hidden: return {q_dim, h.hidden};
+            case qwen3_dims::kv_by_hidden: return {kv_dim, h.hidden};
+            case qwen3_dims::hidden_by_q: return {h.hidden, q_dim};
+            case qwen3_dims::ffn_by_hidden: return {h.intermediate, h.hidden};
+            case qwen3_dims::hidden_by_ffn: return {h.hidden, h.intermediate};
+        }
+        throw std::logic_error("unknown Qwen3 tensor shape");
+    };
     for (int i = 0; i < h.n_layers; ++i) {
         const std::string g = idx(gguf_prefix + "blk.", i, ".");
         const std::string s = idx(hf_prefix + "layers.", i, ".");
-        t.add(g + "attn_norm.weight", s + "input_layernorm.weight", {h.hidden}, S::f32);
-        t.add(g + "attn_q.weight", s + "self_attn.q_proj.weight", {q_dim, h.hidden}, S::quantizable);
-        t.add(g + "attn_k.weight", s + "self_attn.k_proj.weight", {kv_dim, h.hidden}, S::quantizable);
-        t.add(g + "attn_v.weight", s + "self_attn.v_proj.weight", {kv_dim, h.hidden}, S::quantizable);
-        t.add(g + "attn_output.weight", s + "self_attn.o_proj.weight", {h.hidden, q_dim}, S::quantizable);
-        t.add(g + "attn_q_norm.weight", s + "self_attn.q_norm.weight", {h.head_dim}, S::f32);
-        t.add(g + "attn_k_norm.weight", s + "self_attn.k_norm.weight", {h.head_dim}, S::f32);
-        t.add(g + "ffn_norm.weight", s + "post_attention_layernorm.weight", {h.hidden}, S::f32);
-        t.add(g + "ffn_gate.weight", s + "mlp.gate_proj.weight", {h.intermediate, h.hidden}, S::quantizable);
-        t.add(g + "ffn_up.weight", s + "mlp.up_proj.weight", {h.intermediate, h.hidden}, S::quantizable);
-        t.add(g + "ffn_down.weight", s + "mlp.down_proj.weight", {h.hidden, h.intermediate}, S::quantizable);
+        for (const qwen3_tensor & q : k_qwen3_layer_tensors) {
+            const bool vector = q.dims == qwen3_dims::hidden || q.dims == qwen3_dims::head_dim;
+            t.add(g + q.gguf, s + q.source, shape_of(q.dims), vector ? S::f32 : S::quantizable);
+        }
     }
 }
 
