@@ -24,14 +24,7 @@ const int32_t * frames_of(const codes_array & codes, int n_quantizers, int64_t &
 
 speech_decoder_options options_of(bool reference_chunking, int chunk_frames, int left_context, int max_graph_frames,
                                   bool profile, bool scheduled) {
-    speech_decoder_options o;
-    o.reference_chunking = reference_chunking;
-    o.chunk_frames = chunk_frames;
-    o.left_context = left_context;
-    o.max_graph_frames = max_graph_frames;
-    o.profile = profile;
-    o.scheduled = scheduled;
-    return o;
+    return {reference_chunking, chunk_frames, left_context, max_graph_frames, profile, scheduled};
 }
 
 }  // namespace
