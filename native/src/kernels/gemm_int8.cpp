@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
-#include <unordered_set>
 #include <vector>
 
 #include "kernels/gemv_common.h"
@@ -98,9 +96,11 @@ void lanes_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
     claim_panels(static_cast<panel_claims *>(userdata), ith, nth, panels, chunk, compute);
 }
 
-std::mutex g_lanes_mutex;
-std::unordered_set<const void *> g_lanes;
 #endif  // KAZEIA_X86
+
+// What a lanes tensor's `extra` points at. ggml's CPU extra buffer types (repacked layouts, AMX)
+// read `extra` only of tensors in their own buffer types; lanes copies live in plain CPU buffers.
+constexpr char k_lanes_mark[] = "kazeia lanes layout";
 
 }  // namespace
 
@@ -131,28 +131,13 @@ bool lanes_eligible(const ggml_tensor * w) {
            w->ne[1] % k_rows == 0 && w->ne[0] % 64 == 0 && ggml_is_contiguous(w) && lanes_available();
 }
 
-void mark_lanes(const ggml_tensor * w, bool lanes) {
-#ifdef KAZEIA_X86
-    std::lock_guard<std::mutex> lock(g_lanes_mutex);
-    if (lanes) {
-        g_lanes.insert(w->data);
-    } else {
-        g_lanes.erase(w->data);
-    }
-#else
-    (void)w, (void)lanes;
-#endif
+void mark_lanes(ggml_tensor * w) {
+    w->extra = const_cast<char *>(k_lanes_mark);
 }
 
 bool is_lanes(const ggml_tensor * w) {
-#ifdef KAZEIA_X86
-    if (!w || !w->data || (w->type != GGML_TYPE_Q8_0 && w->type != GGML_TYPE_Q6_K && w->type != GGML_TYPE_Q5_K)) return false;
-    std::lock_guard<std::mutex> lock(g_lanes_mutex);
-    return g_lanes.count(w->data) != 0;
-#else
-    (void)w;
-    return false;
-#endif
+    return w && w->extra == k_lanes_mark &&
+           (w->type == GGML_TYPE_Q8_0 || w->type == GGML_TYPE_Q6_K || w->type == GGML_TYPE_Q5_K);
 }
 
 ggml_tensor * lanes_product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {

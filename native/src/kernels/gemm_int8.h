@@ -41,10 +41,11 @@ bool lanes_available();
 ggml_tensor * gemm_int8(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
 // Weights in the lanes layout: which q8_0, q6_K and q5_K matrices can be rearranged on this CPU
-// (lanes::pack does it), and a registry of the tensors holding it (by data address), which no other
-// product may read.
+// (lanes::pack does it). The layout that makes a copy marks it (weights/weight_copies); no other
+// product may read a marked tensor. The mark lives in the tensor (its `extra`): no global registry,
+// and it goes with the tensor.
 bool lanes_eligible(const ggml_tensor * w);
-void mark_lanes(const ggml_tensor * w, bool lanes = true);   // false: its memory is about to go
+void mark_lanes(ggml_tensor * w);
 bool is_lanes(const ggml_tensor * w);
 
 // w (lanes, marked): q8_0, q6_K or q5_K [K, N], x: f32 [K, n] (any n) -> f32 [N, n].

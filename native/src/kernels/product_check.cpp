@@ -177,7 +177,6 @@ product_pair check_lanes(const std::string & type, int64_t rows, int64_t cols, i
 product_pair check_lanes_fused(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
     weight_copies layout(nullptr, cpu_lanes_layout());
     bool made = false;
-    std::vector<ggml_tensor> parts;   // the split weights' addresses, registered while the check runs
     auto one = [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return product(c, layout(w), x, true); };
     auto split = [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) -> ggml_tensor * {
         ggml_tensor * l = layout(w);
@@ -188,17 +187,13 @@ product_pair check_lanes_fused(const std::string & type, int64_t rows, int64_t c
         std::vector<ggml_tensor *> ws;
         for (int i = 0; i < 3; ++i) {
             ws.push_back(ggml_view_2d(c, l, l->ne[0], cut[i + 1] - cut[i], l->nb[1], size_t(cut[i]) * l->nb[1]));
-            if (i > 0) {   // the first starts where the whole weight does, already registered
-                mark_lanes(ws.back());
-                parts.push_back(*ws.back());
-            }
+            mark_lanes(ws.back());   // parts of a lanes weight, in its layout
         }
         const std::vector<ggml_tensor *> ys = products(c, ws, x, true);
         made = ys.size() == 3 && ys[0]->op == GGML_OP_VIEW && ys[0]->view_src == ys[1]->view_src;
         return ggml_concat(c, ggml_concat(c, ys[0], ys[1], 0), ys[2], 0);
     };
     auto y = compare_products(type_from_name(type), rows, cols, n, seed, 2, {one, split});
-    for (const ggml_tensor & t : parts) mark_lanes(&t, false);
     if (y[1].empty()) return {false, y[0], y[0], {}};
     return {made, y[0], y[1], {}};
 }

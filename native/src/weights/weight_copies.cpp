@@ -83,7 +83,6 @@ weight_copies::weight_copies(const model * m, weight_layout layout) : m_(m), lay
 }
 
 weight_copies::~weight_copies() {
-    for (ggml_tensor * t : lanes_) mark_lanes(t, false);
     for (ggml_backend_buffer_t b : buffers_) ggml_backend_buffer_free(b);
     if (ctx_) ggml_free(ctx_);
 }
@@ -105,7 +104,6 @@ ggml_tensor * weight_copies::operator()(ggml_tensor * t) {
             lanes::pack(t, t->data, copy->data);
             ++copies_;
             mark_lanes(copy);
-            lanes_.push_back(copy);
             if (m_) m_->release_pages(t);
             return copy;
         }

@@ -67,7 +67,6 @@ private:
     ggml_context * ctx_ = nullptr;
     std::vector<ggml_backend_buffer_t> buffers_;
     std::vector<std::string> kept_;
-    std::vector<ggml_tensor *> lanes_;   // unmarked before their memory goes
     weight_arena arena_;                 // where lanes copies live (huge pages), else one buffer each
     size_t copies_ = 0;
 };
