@@ -26,6 +26,7 @@
 #include "kazeia/model.h"
 #include "kernels/custom_ops.h"
 #include "kernels/gemm_bf16.h"
+#include "kernels/products.h"
 #include "runtime/graph_runner.h"
 
 namespace kazeia {
@@ -39,16 +40,6 @@ constexpr int k_graph_size = 16384;
 // matches offline decoding to the last bits.
 constexpr int64_t k_kv_align = 64;
 
-// Matrix product with the same kernel whatever the number of columns: ggml hands two or more
-// contiguous columns to llamafile's sgemm and a single or strided one to its vec_dot, and the two
-// round differently. Streaming one frame at a time must add up exactly like offline decoding.
-ggml_tensor * mm(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
-    if (!ggml_is_contiguous(b)) b = ggml_cont(ctx, b);
-    if (b->ne[1] != 1) return ggml_mul_mat(ctx, a, b);
-    ggml_tensor * r = ggml_mul_mat(ctx, a, ggml_concat(ctx, b, b, 1));
-    ggml_tensor * first = ggml_view_4d(ctx, r, r->ne[0], 1, r->ne[2], r->ne[3], r->nb[1], r->nb[2], r->nb[3], 0);
-    return ggml_is_contiguous(first) ? first : ggml_cont(ctx, first);
-}
 
 }  // namespace
 
@@ -192,13 +183,9 @@ struct speech_decoder_session::impl {
         return xc;
     }
 
-    // a weight times columns: bf16 weights on the CPU through Kazeia's kernel (the same for every
-    // number of columns, as mm is), else mm
+    // a weight times columns, by the same kernel whatever their number (kernels/products.h)
     ggml_tensor * prod(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) const {
-        if (!standard_ops) {
-            if (ggml_tensor * y = gemm_bf16(ctx, a, b)) return y;
-        }
-        return mm(ctx, a, b);
+        return product_any_columns(ctx, a, b, !standard_ops);
     }
 
     // What a convolution reads: bf16 where Kazeia's bf16 product reads its input in place (the
@@ -280,7 +267,7 @@ struct speech_decoder_session::impl {
 
         ggml_tensor * keys = ggml_permute(g.ctx, k_all, 0, 2, 1, 3);                       // [hd, n_kv, Hkv]
         ggml_tensor * values = ggml_cont(g.ctx, ggml_permute(g.ctx, v_all, 1, 2, 0, 3));   // [n_kv, hd, Hkv]
-        ggml_tensor * o = prod(g.ctx, l.wo, attention(g.ctx, q, keys, values, mask, mm));
+        ggml_tensor * o = prod(g.ctx, l.wo, attention(g.ctx, q, keys, values, mask, same_kernel_mul_mat));
         x = residual(g.ctx, x, o, l.attn_scale);
 
         h = rms_norm(g.ctx, x, l.ffn_norm, t.norm_eps);

@@ -1,7 +1,8 @@
-// The one product dispatcher of the talker's and code predictor's graphs: w x through the fastest of
-// Kazeia's kernels that applies to the weight's type and layout (lanes, int8 GEMM, one-column
-// kernels), else ggml's, with the one-column arithmetic kept where a batch's columns must come out
-// as alone.
+// The product dispatcher of the networks' graphs. The talker's and code predictor's: w x through the
+// fastest of Kazeia's kernels that applies to the weight's type and layout (lanes, int8 GEMM,
+// one-column kernels), else ggml's, with the one-column arithmetic kept where a batch's columns must
+// come out as alone. The speech decoder's: the same kernel whatever the number of columns, so that
+// streaming adds up exactly as offline decoding. (The encoders' f16 and f32 products are ggml's own.)
 #pragma once
 
 #include <stdexcept>
@@ -10,6 +11,7 @@
 
 #include "ggml.h"
 #include "kazeia/cpu_level.h"
+#include "kernels/gemm_bf16.h"
 #include "kernels/gemm_int8.h"
 #include "kernels/gemv_k_quants.h"
 #include "kernels/gemv_q8_0.h"
@@ -47,6 +49,26 @@ inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     }
     if (y) return y;
     return batch ? columns_apart(ctx, w, x) : ggml_mul_mat(ctx, w, x);
+}
+
+// ggml_mul_mat by the same kernel whatever the number of columns: ggml hands two or more contiguous
+// columns to llamafile's sgemm and a single or strided one to its vec_dot, and the two round
+// differently; a single column goes in doubled.
+inline ggml_tensor * same_kernel_mul_mat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+    if (!ggml_is_contiguous(b)) b = ggml_cont(ctx, b);
+    if (b->ne[1] != 1) return ggml_mul_mat(ctx, a, b);
+    ggml_tensor * r = ggml_mul_mat(ctx, a, ggml_concat(ctx, b, b, 1));
+    ggml_tensor * first = ggml_view_4d(ctx, r, r->ne[0], 1, r->ne[2], r->ne[3], r->nb[1], r->nb[2], r->nb[3], 0);
+    return ggml_is_contiguous(first) ? first : ggml_cont(ctx, first);
+}
+
+// w x by one kernel for any number of columns: Kazeia's bf16 GEMM for bf16 weights when `cpu` (the
+// network computes on the CPU backend without accelerator-only ops), else same_kernel_mul_mat.
+inline ggml_tensor * product_any_columns(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool cpu) {
+    if (cpu) {
+        if (ggml_tensor * y = gemm_bf16(ctx, w, x)) return y;
+    }
+    return same_kernel_mul_mat(ctx, w, x);
 }
 
 // The products of several weights with one x, w_i x each: one launch when they are all lanes
