@@ -150,12 +150,27 @@ def test_sessions_sharing_a_runner_take_turns_from_any_thread(model32):
         _native.SpeechDecoderSession(None)
 
 
+def snr_db(ref: np.ndarray, got: np.ndarray) -> float:
+    return float(10 * np.log10(np.mean(ref ** 2) / np.mean((got - ref) ** 2)))
+
+
 def test_f16_weights_stay_close(converted, model32, report):
+    """f16 decoder weights: on a CPU with AVX2 Kazeia's f32-arithmetic products (the columns stay
+    f32; only the weights are rounded) hold the f16-class gate against the f32 decoder, and stream
+    exactly as they decode; below AVX2 ggml's f16 product (columns rounded to f16 too)."""
     codes = LONG["codes"][:120]
     ref = SpeechDecoder(model32, threads=2).decode(codes)
-    half = SpeechDecoder(open_model(converted("custom_voice", "f16")), threads=2).decode(codes)
+    dec = SpeechDecoder(open_model(converted("custom_voice", "f16")), threads=2)
+    half = dec.decode(codes)
     err = float(np.abs(half - ref).max())
-    report(f"decoder f16 vs f32 weights: max abs {err:.2e}, rms {float(np.sqrt(np.mean((half - ref) ** 2))):.2e}")
+    kernels = {k["id"]: k["active"] for k in _native.cpu_level()["kernels"]}
+    ours = kernels["gemm_fma"] or kernels["gemm_fma_avx2"]
+    snr = snr_db(ref, half)
+    report(f"decoder f16 vs f32 weights, {'Kazeia f32 products' if ours else 'ggml f16 products'}{at_cpu_level()}: "
+           f"SNR {snr:.1f} dB, max abs {err:.2e}, rms {float(np.sqrt(np.mean((half - ref) ** 2))):.2e}")
+    assert snr >= (55 if ours else 45)
+    for name, sizes in list(patterns(len(codes), seed=5).items())[:3]:
+        assert np.array_equal(feed(dec.session(), codes, sizes), half), name
     assert err < 5e-2
 
 
@@ -202,7 +217,7 @@ def test_bf16_decoder_option(tmp_path, report):
         assert float(np.abs(feed(dec.session(), codes, sizes) - wav).max()) <= STREAM_TOL, name
 
 
-def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted):
+def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted, tmp_path):
     """The bench's decoder GFLOP/s rest on these counts: every decoder-transformer matrix is applied to
     every frame, so a launch does at least 2 x those parameters x frames; the node-by-node profile
     counts the same launch's products."""
@@ -218,6 +233,19 @@ def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted):
     transformer = sum(int(np.prod(s["shape"])) for s in model.native.tensor_specs()
                       if s["name"].startswith("dec.tfm.blk.") and len(s["shape"]) == 2)
     assert transformer > 0 and launch_flops >= 2 * transformer * len(codes)
+    # f16 and bf16 weights (Kazeia's f32-arithmetic and bf16 products where they apply, ggml's
+    # elsewhere) count the same products; f32 weights no fewer (its few-output convolutions, a
+    # sliding dot, are not counted)
+    from kazeia.engine import convert
+    from goldens import checkpoint_dir
+    counts = []
+    for weights in ("f16", "bf16"):
+        path = tmp_path / f"dec-{weights}.gguf"
+        convert(checkpoint_dir("custom_voice"), path, out_type="f32", decoder_type=weights, progress=False)
+        s = DecoderSession(SpeechDecoder(open_model(path), threads=1))
+        s.push(codes)
+        counts.append(s.placement_report()["matmul_flops"])
+    assert counts[0] == counts[1] >= launch_flops
 
 
 def test_bf16_decoder_products_match_ggml_and_do_not_depend_on_the_column_count():
@@ -253,3 +281,76 @@ def test_bf16_convolutions_read_their_taps_in_place_with_the_same_sums():
         assert separate.shape == (taps * n - (taps - 1) * dilation, rows)
         assert np.abs(separate).max() > 1   # (a product, not zeros)
         assert np.array_equal(separate, f32_in) and np.array_equal(separate, bf16_in), (channels, taps, dilation)
+
+
+@pytest.mark.parametrize("weights", ["f16", "bf16"])
+def test_f32_products_match_ggml_and_do_not_depend_on_the_column_count(weights):
+    """f16 decoder weights (and bf16 where the bf16 kernels do not run) go through Kazeia's f32-
+    arithmetic GEMM: the columns stay f32, each output is one chain of multiply-adds in a fixed
+    order, so the columns of one launch equal each column alone, bit for bit; ggml's product rounds
+    its columns to f16 first (for bf16 weights: to bf16), so it is close, not equal."""
+    kernels = {k["id"]: k["active"] for k in _native.cpu_level()["kernels"]}
+    for rows, cols, n in [(96, 672, 300), (192, 1344, 97), (768, 5376, 33), (16, 32, 1), (1024, 512, 4),
+                          (48, 96, 7)]:
+        applied, ggml, ours, alone = _native.compare_gemm_fma(weights, rows, cols, n, seed=rows)
+        assert applied == (kernels["gemm_fma"] or kernels["gemm_fma_avx2"])
+        if not applied:
+            pytest.skip("the f32 products need AVX2" + at_cpu_level())
+        assert ggml.shape == ours.shape == alone.shape == (n, rows)
+        assert np.array_equal(ours, alone), (rows, cols, n)
+        bound = 1e-3 if weights == "f16" else 1e-2   # the columns' rounding in ggml's product
+        assert np.abs(ggml - ours).max() <= bound * np.abs(ggml).max(), (rows, cols, n)
+    assert not _native.compare_gemm_fma(weights, 24, 64, 3)[0]   # rows not a multiple of 16: ggml's product
+    for channels, rows, taps, dilation, n in [(96, 96, 7, 9, 300), (192, 192, 7, 1, 50), (768, 768, 7, 3, 5),
+                                              (96, 96, 1, 1, 40), (32, 16, 7, 9, 20), (192, 576, 1, 1, 64)]:
+        applied, separate, in_place, _ = _native.compare_conv_fma(weights, channels, rows, taps, dilation, n, seed=rows)
+        assert applied
+        assert separate.shape == (taps * n - (taps - 1) * dilation, rows)
+        assert np.abs(separate).max() > 1   # (a product, not zeros)
+        assert np.array_equal(separate, in_place), (channels, taps, dilation)
+
+
+F32_PRODUCTS_FORMS = """
+import sys, numpy as np
+from kazeia.engine import open_model
+from kazeia.engine.speech_decoder import SpeechDecoder
+codes = np.load(sys.argv[2])
+dec = SpeechDecoder(open_model(sys.argv[1]), threads=2)
+wav = dec.decode(codes)
+s = dec.session()
+streamed = np.concatenate([s.push(codes[:1]), s.push(codes[1:5]), s.push(codes[5:])])
+np.save(sys.argv[3], np.stack([wav, streamed]))
+"""
+
+
+def test_f32_products_give_the_same_audio_in_every_form(converted, tmp_path, report):
+    """The f32 products read f16 weights laid out in panels at load (in place for a launch of few
+    columns, widened first for one of many), or rearrange them at every launch
+    (KAZEIA_NO_DECODER_PANELS), in 512-bit or 256-bit registers (KAZEIA_CPU=avx2): the same sums in
+    the same order, so the same audio, offline and streamed, bit for bit."""
+    import os
+    import subprocess
+    import sys
+    model = converted("custom_voice", "f16")
+    codes = tmp_path / "codes.npy"
+    np.save(codes, LONG["codes"][:40])
+    runs = {"panels at load": {}, "rearranged per launch": {"KAZEIA_NO_DECODER_PANELS": "1"},
+            "256-bit form": {"KAZEIA_CPU": "avx2"}}
+    kernels = {k["id"]: k["active"] for k in _native.cpu_level()["kernels"]}
+    if not (kernels["gemm_fma"] or kernels["gemm_fma_avx2"]):
+        pytest.skip("the f32 products need AVX2" + at_cpu_level())
+    if not kernels["gemm_fma"]:
+        runs.pop("256-bit form")   # (the only form here: the first run's)
+    audio = {}
+    for name, env in runs.items():
+        out = tmp_path / f"{len(audio)}.npy"
+        r = subprocess.run([sys.executable, "-c", F32_PRODUCTS_FORMS, str(model), str(codes), str(out)],
+                           env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        audio[name] = np.load(out)
+    first = next(iter(audio.values()))
+    assert np.abs(first).max() > 0
+    for name, a in audio.items():
+        assert np.array_equal(a[0], a[1]), f"{name}: streamed != offline"
+        assert np.array_equal(a, first), name
+    report(f"decoder f16 weights, f32 products: {', '.join(audio)} give the same audio bit for bit{at_cpu_level()}")

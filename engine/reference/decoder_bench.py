@@ -37,14 +37,13 @@ def stub_unused_modules():
         sys.modules.update({"torchaudio": ta, "torchaudio.compliance": comp, "torchaudio.compliance.kaldi": kaldi})
 
 
-def main():
-    frames, threads, seed = (int(a) for a in sys.argv[1:4])
+def build_decoder(seed):
+    """The 12 Hz tokenizer's decoder at full size (0.6B and 1.7B share it), random weights from `seed`."""
     stub_unused_modules()
     import torch
     from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2DecoderConfig
     from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Decoder
 
-    torch.set_num_threads(threads)
     torch.manual_seed(seed)
     cfg = Qwen3TTSTokenizerV2DecoderConfig(
         codebook_size=2048, codebook_dim=512, num_quantizers=16, latent_dim=1024, hidden_size=512,
@@ -53,8 +52,44 @@ def main():
         upsample_rates=[8, 5, 4, 3], upsampling_ratios=[2, 2], layer_scale_initial_scale=0.01,
         max_position_embeddings=8000)
     cfg._attn_implementation = "sdpa"
-    decoder = Qwen3TTSTokenizerV2Decoder(cfg).eval()
-    codes = torch.randint(0, 2048, (1, 16, frames), generator=torch.Generator().manual_seed(seed))
+    return Qwen3TTSTokenizerV2Decoder(cfg).eval()
+
+
+def load_decoder(folder):
+    """The decoder of a speech tokenizer folder in the released layout (config.json, model.safetensors
+    with decoder.* tensors): the weights Kazeia converts from the same folder. Returns (decoder, the
+    names it lacks: only the quantizer's input projections, which decoding never reads)."""
+    stub_unused_modules()
+    from pathlib import Path
+
+    from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Config
+    from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Decoder
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    st = Qwen3TTSTokenizerV2Config(**json.loads((folder / "config.json").read_text()))
+    st.decoder_config._attn_implementation = "sdpa"
+    decoder = Qwen3TTSTokenizerV2Decoder(st.decoder_config).eval()
+    state = {k[len("decoder."):]: v.float() for k, v in load_file(str(folder / "model.safetensors")).items()
+             if k.startswith("decoder.")}
+    missing, unexpected = decoder.load_state_dict(state, strict=False)
+    if unexpected:
+        raise SystemExit(f"tensors the decoder does not have: {unexpected[:5]}")
+    return decoder, missing
+
+
+def random_codes(frames, seed):
+    import torch
+    return torch.randint(0, 2048, (1, 16, frames), generator=torch.Generator().manual_seed(seed))
+
+
+def main():
+    frames, threads, seed = (int(a) for a in sys.argv[1:4])
+    decoder = build_decoder(seed)
+    import torch
+
+    torch.set_num_threads(threads)
+    codes = random_codes(frames, seed)
     times = []
     with torch.inference_mode():
         decoder.chunked_decode(codes[..., :min(frames, 8)])   # warm-up

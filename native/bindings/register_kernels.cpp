@@ -91,6 +91,21 @@ void register_kernels(py::module_ & m) {
     }, "W x for a random bf16 W (the speech decoder's type) through ggml_mul_mat and Kazeia's bf16 GEMM, over "
        "all n columns and column by column: (applied?, ggml [n, rows], ours [n, rows], ours alone [n, rows])",
        py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
+    m.def("compare_gemm_fma", [triple](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+        const product_pair p = released([&] { return check_gemm_fma(type, rows, cols, n, seed); });
+        return triple(p, n);
+    }, "W x for a random f16 or bf16 W through ggml_mul_mat and Kazeia's f32-arithmetic GEMM, over all n columns "
+       "and column by column: (applied?, ggml [n, rows], ours [n, rows], ours alone [n, rows])",
+       py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("n"), py::arg("seed") = 0);
+    m.def("compare_conv_fma", [triple](const std::string & type, int64_t channels, int64_t rows, int taps, int dilation,
+                                       int64_t n, uint64_t seed) {
+        const product_pair p = released([&] { return check_conv_fma(type, channels, rows, taps, dilation, n, seed); });
+        return triple(p, taps * n - int64_t(taps - 1) * dilation);
+    }, "A causal convolution with random f16 or bf16 weights [taps x channels, rows] over taps x n samples, plus bias "
+       "and residual: (applied?, im2col + the f32-arithmetic GEMM + adds, the convolution op reading its f32 input in "
+       "place, the same again), each [taps * n - (taps - 1) * dilation, rows]",
+       py::arg("type"), py::arg("channels"), py::arg("rows"), py::arg("taps"), py::arg("dilation"), py::arg("n"),
+       py::arg("seed") = 0);
     m.def("compare_batch_columns", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         const product_pair p = released([&] { return check_batch_columns(type, rows, cols, n, seed); });
         return py::make_tuple(as_array(p.ggml, n), as_array(p.theirs, n));

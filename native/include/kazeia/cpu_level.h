@@ -34,12 +34,14 @@ bool cpu_allows(cpu_level level, std::initializer_list<const char *> features = 
 // Switches for measuring Kazeia's kernels against what they replace, read from the environment once
 // per process (set, with any value, to switch on): KAZEIA_GGML_PRODUCTS (ggml's products everywhere),
 // KAZEIA_NO_LANES (no lanes layout: the row kernels), KAZEIA_KEEP_BF16 (bf16 decoder weights kept as
-// bf16 where Kazeia's bf16 kernels are off), KAZEIA_NO_HUGE_PAGES (no huge-page weight arena).
+// bf16 where Kazeia's bf16 kernels are off), KAZEIA_NO_HUGE_PAGES (no huge-page weight arena),
+// KAZEIA_NO_DECODER_PANELS (decoder matrices rearranged for the f32 products at every launch, not once at load).
 struct measurement_switches {
     bool ggml_products = false;
     bool no_lanes = false;
     bool keep_bf16 = false;
     bool no_huge_pages = false;
+    bool no_decoder_panels = false;
 };
 const measurement_switches & measurement_switches_in_force();
 

@@ -51,6 +51,14 @@ product_pair check_gemm_bf16(int64_t rows, int64_t cols, int64_t n, uint64_t see
 // convolution op over f32 input (`theirs`) and over bf16 input read in place (`exact`); all three
 // must be equal bit for bit. applied: this CPU has AVX-512 BF16.
 product_pair check_conv_bf16(int64_t channels, int64_t rows, int taps, int dilation, int64_t n, uint64_t seed);
+// f16 or bf16 weights through the f32-arithmetic GEMM (`theirs`, all columns; `exact`, column by
+// column) beside ggml_mul_mat; applied: this CPU has a form of it (AVX2 or AVX-512) at the level in force.
+product_pair check_gemm_fma(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
+// The causal convolution of check_conv_bf16 with f16 or bf16 weights through the f32-arithmetic
+// op: im2col + the GEMM + separate adds (`ggml`) and the op reading f32 input in place (`theirs`,
+// and again in `exact`); equal bit for bit.
+product_pair check_conv_fma(const std::string & type, int64_t channels, int64_t rows, int taps, int dilation, int64_t n,
+                            uint64_t seed);
 // any type: the n columns as a batch (`ggml`) and each column alone (`theirs`); they must be equal.
 product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 

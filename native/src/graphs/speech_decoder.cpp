@@ -199,6 +199,7 @@ struct speech_decoder_session::impl {
 
     // causal conv over [history ++ x], plus `residual` where given. With bf16 weights on the CPU one
     // op reads the taps where they lie (bf16 input in place) and adds bias and residual as it stores;
+    // f16 weights (bf16 on CPUs without AVX-512 BF16) the same in f32 arithmetic over f32 input;
     // f32 weights with few outputs (the last conv) get a plain sliding dot; else im2col and one
     // product whose contraction runs over all taps and channels (kernel rearranged tap-major at load)
     ggml_tensor * causal_conv(graph_ctx & g, const conv_w & c, ggml_tensor * x, ggml_tensor * residual = nullptr) {
@@ -209,6 +210,10 @@ struct speech_decoder_session::impl {
             ggml_tensor * xc = with_history(g, x, history);
             if (c.bias->type == GGML_TYPE_F32) return conv_bf16(g.ctx, c.weight, xc, c.dilation, c.bias, residual);
             y = conv_bf16(g.ctx, c.weight, xc, c.dilation);
+        } else if (!standard_ops && conv_fma_applies(c.weight, c.c_in)) {   // f16 weights: f32 input in place
+            ggml_tensor * xc = with_history(g, x, history);
+            if (c.bias->type == GGML_TYPE_F32) return conv_fma(g.ctx, c.weight, xc, c.dilation, c.bias, residual);
+            y = conv_fma(g.ctx, c.weight, xc, c.dilation);
         } else if (!standard_ops && c.k > 1 && c.c_out < 16 && c.weight->type == GGML_TYPE_F32) {
             y = conv_few_outputs(g.ctx, w2d, with_history(g, x, history), c.dilation);
         } else {

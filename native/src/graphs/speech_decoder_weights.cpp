@@ -9,6 +9,7 @@
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "kernels/gemm_bf16.h"
+#include "kernels/gemm_fma.h"
 #include "runtime/graph_runner.h"
 
 namespace kazeia {
@@ -29,7 +30,8 @@ weight_layout speech_decoder::weights::layout_for(const std::string & weights_bu
 speech_decoder::weights::weights(const model & model_, const std::string & weights_buffer, const std::string & device_)
     : m(model_), hp(model_.hparams().decoder), device(device_), layout(layout_for(weights_buffer, device_)),
       copies(&model_, layout),
-      bf16_as_f16(!layout.buft && !gemm_bf16_available() && !measurement_switches_in_force().keep_bf16) {
+      bf16_as_f16(!layout.buft && !gemm_bf16_available() && !measurement_switches_in_force().keep_bf16),
+      panels_at_load(!layout.buft && gemm_fma_available() && !measurement_switches_in_force().no_decoder_panels) {
     bind_weights();
     derived.allocate([this] {
         for (const ggml_tensor * t : replaced) m.release_pages(t);
@@ -44,6 +46,19 @@ ggml_tensor * speech_decoder::weights::mat(const std::string & name) {
     ++relaid;
     return derived.add(name + ".f16", GGML_TYPE_F16, {src->ne[0], src->ne[1], src->ne[2], src->ne[3]},
                        [src](std::vector<uint8_t> & out) { out = as_f16(tensor_bytes(src)); });
+}
+
+// a matrix only Kazeia's products read: in panels where the f32 products will multiply it
+ggml_tensor * speech_decoder::weights::product_mat(const std::string & name) {
+    ggml_tensor * src = w(name);
+    if (ggml_n_dims(src) != 2 || !in_panels(relaid_type(src), src->ne[0], src->ne[1])) return mat(name);
+    return derive(name + ".panels", src, {src->ne[0], src->ne[1]}, {0, 1, 2}, true);
+}
+
+// whether a product weight of `type` [rows][row] is laid out for the f32 products at load
+bool speech_decoder::weights::in_panels(ggml_type type, int64_t row, int64_t rows) const {
+    return panels_at_load && (type == GGML_TYPE_F16 || (type == GGML_TYPE_BF16 && !gemm_bf16_available())) &&
+           fma_panels_apply(type, row, rows);
 }
 
 // the type a weight is kept in: f16 for bf16 where bf16_as_f16 and every value fits
@@ -68,16 +83,24 @@ std::vector<uint8_t> speech_decoder::weights::as_f16(const std::vector<uint8_t> 
     return out;
 }
 
-// a file weight rearranged by `order` (permute_elements), in its relaid type
-ggml_tensor * speech_decoder::weights::derive(const std::string & name, const ggml_tensor * src, std::vector<int64_t> ne, const int (&order)[3]) {
+// a file weight rearranged by `order` (permute_elements), in its relaid type; a `product` weight
+// (ne: its row first, its rows last) also in panels where in_panels says so
+ggml_tensor * speech_decoder::weights::derive(const std::string & name, const ggml_tensor * src, std::vector<int64_t> ne,
+                                              const int (&order)[3], bool product) {
     const ggml_type type = relaid_type(src);
     relaid += type != src->type;
+    const int64_t rows = ne.back(), row = ggml_nelements(src) / rows;
+    const bool panels = product && in_panels(type, row, rows);
+    replaced.push_back(src);
     const std::array<int, 3> o{order[0], order[1], order[2]};
-    return derived.add(name, type, std::move(ne), [src, o, type](std::vector<uint8_t> & out) {
+    ggml_tensor * t = derived.add(name, type, std::move(ne), [src, o, type, panels, row, rows](std::vector<uint8_t> & out) {
         const int ord[3] = {o[0], o[1], o[2]};
         out = permute_elements(src, ord);
         if (type != src->type) out = as_f16(out);
+        if (panels) out = fma_panels(out, type, row, rows);
     });
+    if (panels) mark_fma_panels(t);
+    return t;
 }
 
 ggml_tensor * speech_decoder::weights::w(const std::string & name) const { return m.require(name, "speech decoder"); }
@@ -89,8 +112,7 @@ conv_w speech_decoder::weights::bind_conv(const std::string & name, int dilation
     c.c_in = int(src->ne[1]);
     c.c_out = int(src->ne[2]);
     c.dilation = dilation;
-    replaced.push_back(src);
-    c.weight = derive(name + ".tap_major", src, {c.c_in, c.k, c.c_out}, {1, 0, 2});
+    c.weight = derive(name + ".tap_major", src, {c.c_in, c.k, c.c_out}, {1, 0, 2}, true);
     c.bias = mat(name + ".bias");
     return c;
 }
@@ -107,8 +129,7 @@ tconv_w speech_decoder::weights::bind_tconv(const std::string & name, int stride
                           std::to_string(stride) + " (supported: k = s or 2s)");
     }
     // rows ordered (tap, out channel): the first s taps of every input form one output block
-    replaced.push_back(src);
-    c.w = derive(name + ".phases", src, {c.c_in, int64_t(c.c_out) * c.k}, {2, 1, 0});
+    c.w = derive(name + ".phases", src, {c.c_in, int64_t(c.c_out) * c.k}, {2, 1, 0}, true);
     c.bias = mat(name + ".bias");
     return c;
 }
@@ -136,17 +157,17 @@ void speech_decoder::weights::bind_weights() {
     first_proj = mat("dec.vq.first_output_proj.weight");
     rest_proj = mat("dec.vq.rest_output_proj.weight");
     pre_conv = bind_conv("dec.pre_conv", 1);
-    in_proj = mat("dec.tfm.input_proj.weight");
+    in_proj = product_mat("dec.tfm.input_proj.weight");
     in_proj_b = mat("dec.tfm.input_proj.bias");
     for (int i = 0; i < hp.tfm.n_layers; ++i) {
         const std::string p = idx("dec.tfm.blk.", i, ".");
-        layers.push_back({mat(p + "attn_norm.weight"), mat(p + "attn_q.weight"), mat(p + "attn_k.weight"),
-                          mat(p + "attn_v.weight"), mat(p + "attn_output.weight"), mat(p + "attn_scale"),
-                          mat(p + "ffn_norm.weight"), mat(p + "ffn_gate.weight"), mat(p + "ffn_up.weight"),
-                          mat(p + "ffn_down.weight"), mat(p + "ffn_scale")});
+        layers.push_back({mat(p + "attn_norm.weight"), product_mat(p + "attn_q.weight"), product_mat(p + "attn_k.weight"),
+                          product_mat(p + "attn_v.weight"), product_mat(p + "attn_output.weight"), mat(p + "attn_scale"),
+                          mat(p + "ffn_norm.weight"), product_mat(p + "ffn_gate.weight"), product_mat(p + "ffn_up.weight"),
+                          product_mat(p + "ffn_down.weight"), mat(p + "ffn_scale")});
     }
     out_norm = mat("dec.tfm.output_norm.weight");
-    out_proj = mat("dec.tfm.output_proj.weight");
+    out_proj = product_mat("dec.tfm.output_proj.weight");
     out_proj_b = mat("dec.tfm.output_proj.bias");
     for (size_t u = 0; u < hp.upsampling_ratios.size(); ++u) {
         const std::string p = idx("dec.up.", int(u), ".");
@@ -158,9 +179,9 @@ void speech_decoder::weights::bind_weights() {
         c.dw_bias = mat(p + "dwconv.bias");
         c.norm_w = mat(p + "norm.weight");
         c.norm_b = mat(p + "norm.bias");
-        c.pw1 = mat(p + "pwconv1.weight");
+        c.pw1 = product_mat(p + "pwconv1.weight");
         c.pw1_b = mat(p + "pwconv1.bias");
-        c.pw2 = mat(p + "pwconv2.weight");
+        c.pw2 = product_mat(p + "pwconv2.weight");
         c.pw2_b = mat(p + "pwconv2.bias");
         c.gamma = mat(p + "gamma");
         upsample.push_back(c);

@@ -88,6 +88,10 @@ struct speech_decoder::weights {
     // value beyond it stays bf16. KAZEIA_KEEP_BF16=1 keeps them (to measure against).
     bool bf16_as_f16 = false;
     int relaid = 0;
+    // f16 matrices (bf16 ones where the bf16 kernels do not run) in CPU memory are laid out at load
+    // in the panels Kazeia's f32 products read in place (kernels/gemm_fma.h); same bytes, and only
+    // those products read them
+    bool panels_at_load = false;
 
     weights(const model & model_, const std::string & weights_buffer, const std::string & device_);
 
@@ -99,7 +103,11 @@ struct speech_decoder::weights {
     ggml_type relaid_type(const ggml_tensor * src) const;
     static std::vector<uint8_t> as_f16(const std::vector<uint8_t> & bf16);
     // a file weight rearranged by `order` (permute_elements), in its relaid type
-    ggml_tensor * derive(const std::string & name, const ggml_tensor * src, std::vector<int64_t> ne, const int (&order)[3]);
+    ggml_tensor * derive(const std::string & name, const ggml_tensor * src, std::vector<int64_t> ne, const int (&order)[3],
+                         bool product = false);
+    // a matrix only Kazeia's products read: in panels where the f32 products will multiply it
+    ggml_tensor * product_mat(const std::string & name);
+    bool in_panels(ggml_type type, int64_t row, int64_t rows) const;
     ggml_tensor * w(const std::string & name) const;
     conv_w bind_conv(const std::string & name, int dilation);
     tconv_w bind_tconv(const std::string & name, int stride);

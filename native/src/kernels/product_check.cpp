@@ -4,6 +4,7 @@
 #include "kazeia/kernel_checks.h"
 #include "kernels/custom_ops.h"
 #include "kernels/gemm_bf16.h"
+#include "kernels/gemm_fma.h"
 #include "kernels/gemv_q8_0.h"
 #include "kernels/prefill_attention.h"
 #include "kernels/products.h"
@@ -89,8 +90,9 @@ double gemm_gflops_of(ggml_type type, int64_t rows, int64_t cols, int64_t n, int
     ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, cols, n);
     ggml_set_input(xt);
     weight_copies lanes(nullptr, cpu_lanes_layout());   // the layout the talker and code predictor get
-    ggml_tensor * y = !kazeia ? ggml_mul_mat(g, wq.t, xt) : type == GGML_TYPE_BF16 && gemm_bf16(g, wq.t, xt)
-                                                                ? gemm_bf16(g, wq.t, xt) : product(g, lanes(wq.t), xt, true);
+    ggml_tensor * y = !kazeia                                             ? ggml_mul_mat(g, wq.t, xt)
+                      : type == GGML_TYPE_BF16 || type == GGML_TYPE_F16 ? product_any_columns(g, wq.t, xt, true)
+                                                                        : product(g, lanes(wq.t), xt, true);
     ggml_set_output(y);
     ggml_build_forward_expand(runner.graph(), y);
     runner.allocate();
@@ -266,21 +268,30 @@ product_pair check_prefill_attention(int64_t head_dim, int64_t heads, int64_t kv
     return out;
 }
 
-product_pair check_gemm_bf16(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
-    auto alone = [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) -> ggml_tensor * {
+namespace {
+
+using gemm_fn = ggml_tensor * (*)(ggml_context *, ggml_tensor *, ggml_tensor *);
+using conv_fn = ggml_tensor * (*)(ggml_context *, ggml_tensor *, ggml_tensor *, int, ggml_tensor *, ggml_tensor *);
+using conv_applies_fn = bool (*)(const ggml_tensor *, int64_t);
+
+// ggml_mul_mat, the decoder kernel `gemm` over all columns and column by column
+product_pair check_decoder_gemm(ggml_type type, gemm_fn gemm, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    auto alone = [gemm](ggml_context * c, ggml_tensor * w, ggml_tensor * x) -> ggml_tensor * {
         ggml_tensor * y = nullptr;
         for (int64_t i = 0; i < x->ne[1]; ++i) {
-            ggml_tensor * yi = gemm_bf16(c, w, ggml_view_2d(c, x, x->ne[0], 1, x->nb[1], i * x->nb[1]));
+            ggml_tensor * yi = gemm(c, w, ggml_view_2d(c, x, x->ne[0], 1, x->nb[1], i * x->nb[1]));
             if (!yi) return nullptr;
             y = y ? ggml_concat(c, y, yi, 1) : yi;
         }
         return y;
     };
-    auto y = compare_products(GGML_TYPE_BF16, rows, cols, n, seed, 2, {ggml_mul_mat, gemm_bf16, alone});
+    auto y = compare_products(type, rows, cols, n, seed, 2, {ggml_mul_mat, gemm, alone});
     return {!y[1].empty(), y[0], y[1].empty() ? y[0] : y[1], y[2].empty() ? y[0] : y[2]};
 }
 
-product_pair check_conv_bf16(int64_t channels, int64_t rows, int taps, int dilation, int64_t n, uint64_t seed) {
+// im2col + `gemm` + separate adds, the convolution op on f32 input and (bf16_input) on bf16 input
+product_pair check_decoder_conv(ggml_type type, gemm_fn gemm, conv_fn conv, conv_applies_fn applies, bool bf16_input,
+                                int64_t channels, int64_t rows, int taps, int dilation, int64_t n, uint64_t seed) {
     // compare_products' columns [taps x channels, n] read as a signal [channels, taps x n]; bias and
     // residual (one column repeated) come from its first values
     const int64_t length = taps * n, out = length - int64_t(taps - 1) * dilation;
@@ -292,19 +303,51 @@ product_pair check_conv_bf16(int64_t channels, int64_t rows, int taps, int dilat
     auto signal = [channels, length](ggml_context * c, ggml_tensor * x) { return ggml_reshape_2d(c, x, channels, length); };
     auto separate = [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) -> ggml_tensor * {
         const auto [bias, residual] = terms(c, x);
-        ggml_tensor * y = gemm_bf16(c, w, im2col_channel_major(c, signal(c, x), taps, dilation));
+        ggml_tensor * y = gemm(c, w, im2col_channel_major(c, signal(c, x), taps, dilation));
         return y ? ggml_add(c, residual, ggml_add(c, y, bias)) : nullptr;
     };
     auto fused = [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x, bool bf16_in) -> ggml_tensor * {
-        if (!conv_bf16_applies(w, channels)) return nullptr;
+        if (!applies(w, channels)) return nullptr;
         const auto [bias, residual] = terms(c, x);
         ggml_tensor * s = signal(c, x);
-        return conv_bf16(c, w, bf16_in ? ggml_cast(c, s, GGML_TYPE_BF16) : s, dilation, bias, residual);
+        return conv(c, w, bf16_in ? ggml_cast(c, s, GGML_TYPE_BF16) : s, dilation, bias, residual);
     };
-    auto y = compare_products(GGML_TYPE_BF16, rows, taps * channels, n, seed, 2,
-                              {separate, [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return fused(c, w, x, false); },
-                               [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return fused(c, w, x, true); }});
-    return {!y[1].empty(), y[0], y[1], y[2]};
+    std::vector<product_builder> ways = {separate, [&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) {
+                                             return fused(c, w, x, false);
+                                         }};
+    if (bf16_input) ways.push_back([&](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return fused(c, w, x, true); });
+    auto y = compare_products(type, rows, taps * channels, n, seed, 2, ways);
+    return {!y[1].empty(), y[0], y[1], bf16_input ? y[2] : y[1]};
+}
+
+ggml_tensor * gemm_fma_of(ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return gemm_fma(c, w, x); }
+ggml_tensor * gemm_bf16_of(ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return gemm_bf16(c, w, x); }
+ggml_tensor * conv_fma_of(ggml_context * c, ggml_tensor * w, ggml_tensor * x, int d, ggml_tensor * b, ggml_tensor * r) {
+    return conv_fma(c, w, x, d, b, r);
+}
+ggml_tensor * conv_bf16_of(ggml_context * c, ggml_tensor * w, ggml_tensor * x, int d, ggml_tensor * b, ggml_tensor * r) {
+    return conv_bf16(c, w, x, d, b, r);
+}
+
+}  // namespace
+
+product_pair check_gemm_bf16(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    return check_decoder_gemm(GGML_TYPE_BF16, gemm_bf16_of, rows, cols, n, seed);
+}
+
+product_pair check_conv_bf16(int64_t channels, int64_t rows, int taps, int dilation, int64_t n, uint64_t seed) {
+    return check_decoder_conv(GGML_TYPE_BF16, gemm_bf16_of, conv_bf16_of, conv_bf16_applies, true, channels, rows, taps,
+                              dilation, n, seed);
+}
+
+product_pair check_gemm_fma(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
+    return check_decoder_gemm(type_from_name(type), gemm_fma_of, rows, cols, n, seed);
+}
+
+product_pair check_conv_fma(const std::string & type, int64_t channels, int64_t rows, int taps, int dilation, int64_t n,
+                            uint64_t seed) {
+    return check_decoder_conv(type_from_name(type), gemm_fma_of, conv_fma_of, conv_fma_applies, false, channels, rows,
+                              taps, dilation, n, seed);
 }
 
 double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps, bool kazeia) {

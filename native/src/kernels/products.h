@@ -12,6 +12,7 @@
 #include "ggml.h"
 #include "kazeia/cpu_level.h"
 #include "kernels/gemm_bf16.h"
+#include "kernels/gemm_fma.h"
 #include "kernels/gemm_int8.h"
 #include "kernels/gemv_k_quants.h"
 #include "kernels/gemv_q8_0.h"
@@ -62,11 +63,13 @@ inline ggml_tensor * same_kernel_mul_mat(ggml_context * ctx, ggml_tensor * a, gg
     return ggml_is_contiguous(first) ? first : ggml_cont(ctx, first);
 }
 
-// w x by one kernel for any number of columns: Kazeia's bf16 GEMM for bf16 weights when `cpu` (the
-// network computes on the CPU backend without accelerator-only ops), else same_kernel_mul_mat.
+// w x by one kernel for any number of columns. When `cpu` (the network computes on the CPU backend
+// without accelerator-only ops): Kazeia's bf16 GEMM for bf16 weights on CPUs with AVX-512 BF16, its
+// f32-arithmetic GEMM for f16 weights (and bf16 elsewhere); else same_kernel_mul_mat.
 inline ggml_tensor * product_any_columns(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, bool cpu) {
     if (cpu) {
         if (ggml_tensor * y = gemm_bf16(ctx, w, x)) return y;
+        if (ggml_tensor * y = gemm_fma(ctx, w, x)) return y;
     }
     return same_kernel_mul_mat(ctx, w, x);
 }

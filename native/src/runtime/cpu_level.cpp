@@ -71,6 +71,7 @@ const measurement_switches & measurement_switches_in_force() {
         s.no_lanes = set("KAZEIA_NO_LANES");
         s.keep_bf16 = set("KAZEIA_KEEP_BF16");
         s.no_huge_pages = set("KAZEIA_NO_HUGE_PAGES");
+        s.no_decoder_panels = set("KAZEIA_NO_DECODER_PANELS");
         return s;
     }();
     return switches;
@@ -128,7 +129,12 @@ std::vector<kernel_status> kernel_statuses() {
         {"gemv_k_quants", "one-column q6_K and q5_K (row layout)", "avx2", cpu_allows(cpu_level::avx2),
          "ggml's q6_K and q5_K vec_dot"},
         {"gemm_bf16", "bf16 GEMM and convolution (decoder)", "avx512 + AVX-512 BF16", cpu_allows(cpu_level::avx512, {"avx512bf16"}),
-         "bf16 decoder weights re-laid as f16 at load (exact in range), ggml's f16 mul_mat over im2col"},
+         "the f32-arithmetic GEMM and convolution below"},
+        {"gemm_fma", "f32-arithmetic GEMM and convolution for f16 (and bf16) decoder weights, 512-bit form", "avx512",
+         cpu_allows(cpu_level::avx512), "the 256-bit form below (the same numbers)"},
+        {"gemm_fma_avx2", "f32-arithmetic GEMM and convolution, 256-bit form", "avx2",
+         !cpu_allows(cpu_level::avx512) && cpu_allows(cpu_level::avx2),
+         "ggml's f16 mul_mat over im2col (bf16 decoder weights re-laid as f16 at load, exact in range)"},
         {"prefill_attention", "prompt attention", "avx512", cpu_allows(cpu_level::avx512), "ggml's mul_mat, soft_max and mul_mat"},
     };
 }

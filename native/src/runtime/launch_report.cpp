@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ggml-cpu.h"
+#include "kernels/gemm_fma.h"
 
 namespace kazeia {
 
@@ -25,6 +26,7 @@ bool is_view_op(const ggml_tensor * t) {
 // residual after them (its other custom ops, SnakeBeta, im2col and the prompt's attention, have
 // other shapes)
 bool is_custom_product(const ggml_tensor * t) {
+    if (is_fma_product(t)) return true;
     const ggml_tensor * w = t->src[0];
     const ggml_tensor * x = t->src[1];
     if (t->op != GGML_OP_CUSTOM || !w || !x || ggml_n_dims(w) != 2 || t->ne[0] != w->ne[1] || t->ne[2] != 1 ||

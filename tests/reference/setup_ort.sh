@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Create the virtual environment of the ONNX Runtime peer: the reference's speech decoder exported
+# to ONNX and run by onnxruntime (PyPI), as the ONNX ports of Qwen3-TTS run it, which `kazeia bench
+# --stage decoder` times beside Kazeia's. Optional: no test needs it.
+#
+#   bash tests/reference/setup_ort.sh [VENV_DIR]      (default: <repo>/.venv-ort)
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+venv="${1:-$repo_root/.venv-ort}"
+packages=("onnxruntime==1.32.0" "onnx==1.23.2" "onnxscript==0.7.2")
+
+if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import onnxruntime, onnx, onnxscript, qwen_tts" 2>/dev/null &&
+   "$venv/bin/python" -m pip freeze 2>/dev/null | grep -qx "${packages[0]}"; then
+  echo "ONNX Runtime venv up to date: $venv"
+  exit 0
+fi
+bash "$repo_root/tests/reference/setup_venv.sh" "$venv"   # the reference itself, to export its decoder
+"$venv/bin/python" -m pip install --disable-pip-version-check -q "${packages[@]}"
+echo "${packages[*]} installed in $venv"
