@@ -442,7 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--model", default=None, help='benchmark this file (or "demo") instead of a cached random model')
     b.add_argument("--no-reference", action="store_true", help="skip the PyTorch reference")
     b.add_argument("--no-peers", action="store_true",
-                   help="skip peer engines (vox-tts, when installed: all engines then run one shared checkpoint)")
+                   help="skip peer engines (vox-tts; with --stage decoder ONNX Runtime; when installed: all "
+                        "engines then run one shared checkpoint)")
     b.add_argument("--json", default=None, help="write the whole result as JSON to this file (- for the terminal)")
     b.add_argument("-q", "--quiet", action="store_true")
     b.set_defaults(func=_cmd_bench)

@@ -32,7 +32,8 @@ def main_bench(args) -> int:
         from .decoder import bench_decoder
         result = bench_decoder(size=args.size, frames=args.frames, threads=args.threads,
                                decoder_type=args.decoder_type or "f32", reference=not args.no_reference,
-                               model_path=args.model, progress=not args.quiet)
+                               model_path=args.model, progress=not args.quiet, peers=not args.no_peers,
+                               runs=args.runs)
     else:
         from .pipeline import bench_tts
         result = bench_tts(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",

@@ -37,6 +37,25 @@ def vox_python() -> Path | None:
     return _interpreter("KAZEIA_VOX_PYTHON", ".venv-vox")
 
 
+def onnxruntime_python() -> Path | None:
+    """An interpreter with ONNX Runtime and the reference (to export its decoder): $KAZEIA_ORT_PYTHON,
+    else .venv-ort (tests/reference/setup_ort.sh)."""
+    return _interpreter("KAZEIA_ORT_PYTHON", ".venv-ort")
+
+
+def onnxruntime_decoder(tokenizer_dir: Path, codes, threads: int, runs: int) -> tuple[dict, "np.ndarray | None"]:
+    """The reference's speech decoder exported to ONNX and run by ONNX Runtime (f32) on the weights of
+    `tokenizer_dir` and these codes: its result and its audio (None when it did not run)."""
+    import numpy as np
+    with tempfile.TemporaryDirectory() as tmp:
+        codes_path, wav_path = Path(tmp) / "codes.npy", Path(tmp) / "wav.npy"
+        np.save(codes_path, np.asarray(codes, np.int32))
+        r = run_script(onnxruntime_python(), "no ONNX Runtime interpreter (set KAZEIA_ORT_PYTHON or run "
+                                             "tests/reference/setup_ort.sh)",
+                       REFERENCE_SCRIPTS / "ort_decoder_bench.py", tokenizer_dir, codes_path, threads, runs, wav_path)
+        return r, np.load(wav_path) if r.get("available") else None
+
+
 def run_reference_script(script: str, *args) -> dict:
     return run_script(reference_python(), "no reference interpreter (set KAZEIA_REF_PYTHON or run "
                                            "tests/reference/setup_venv.sh)", REFERENCE_SCRIPTS / script, *args)

@@ -87,9 +87,14 @@ def summary(result: dict) -> str:
                         [["Kazeia", f"{k['offline_ms_per_frame']:.1f}", f"{k['stream_ms_per_frame_mean']:.1f}",
                           f"{k['stream_ms_first_frame']:.1f}"]])
         lines += _decoder_compute(result.get("decoder_compute"))
-        text = _compared("reference", result.get("reference"), k["offline_ms_per_frame"], "ms_per_frame")
-        if text:
-            lines.append(text)
+        onnx = result.get("onnxruntime")
+        for name, d in (("ONNX Runtime f32, same weights", onnx), ("reference (PyTorch, its own random weights)",
+                                                                   result.get("reference"))):
+            text = _compared(name, d, k["offline_ms_per_frame"], "ms_per_frame")
+            if text and d.get("snr_db_of_kazeia") is not None:
+                text += f"; Kazeia's {result['decoder_type']} audio at {d['snr_db_of_kazeia']:.1f} dB SNR against it"
+            if text:
+                lines.append(text)
     elif stage == "placements":
         rows = []
         for mode, p in result["placements"].items():

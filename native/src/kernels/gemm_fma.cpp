@@ -89,7 +89,7 @@ struct V {
     using F = __m256;
     static F zero() { return _mm256_setzero_ps(); }
     static F load(const float * p) { return _mm256_loadu_ps(p); }
-    static F bcast(const float * p) { return _mm256_broadcast_ss(p); }
+    static F bcast(const float * p) { return _mm256_set1_ps(*p); }
     static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
     static F add(F a, F b) { return _mm256_add_ps(a, b); }
     static void store(float * p, F v) { _mm256_storeu_ps(p, v); }
