@@ -50,8 +50,9 @@ def bench_decoder(size: str = "0.6b", frames: int = 50, threads: int | None = No
         start = time.perf_counter()
         stream.push(codes[i:i + 1])
         per_frame.append(time.perf_counter() - start)
-    onnx, onnx_wav = ({"available": False, "reason": "--model given: ONNX Runtime runs the shared checkpoint"}
-                      if peers and not shared else ({}, None))
+    onnx, onnx_wav = {}, None
+    if peers and not shared:
+        onnx = {"available": False, "reason": "--model given: ONNX Runtime runs the shared checkpoint"}
     if shared:
         onnx, onnx_wav = onnxruntime_decoder(folder / "speech_tokenizer", codes, threads, runs)
         offline += offline_runs(max(runs, 2))[0]   # Kazeia again after the peer
