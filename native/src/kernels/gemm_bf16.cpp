@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/conv_launch.h"
 #include "kernels/gemv_common.h"
 
 namespace kazeia {
@@ -242,17 +243,7 @@ ggml_tensor * conv_bf16(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, in
                         ggml_tensor * residual) {
     GGML_ASSERT(conv_bf16_applies(w, x->ne[0]) && (x->type == GGML_TYPE_BF16 || x->type == GGML_TYPE_F32) &&
                 ggml_is_contiguous(x));
-    if (ggml_n_dims(w) > 2) w = ggml_reshape_2d(ctx, w, ggml_nelements(w) / w->ne[ggml_n_dims(w) - 1], w->ne[ggml_n_dims(w) - 1]);
-    const int64_t taps = w->ne[0] / x->ne[0];
-    GGML_ASSERT(taps == 1 || dilation >= 1);
-    const int64_t n = x->ne[1] - (taps - 1) * dilation;
-    GGML_ASSERT(n > 0 && (!residual || bias));
-    GGML_ASSERT(!bias || (bias->type == GGML_TYPE_F32 && ggml_nelements(bias) == w->ne[1] && ggml_is_contiguous(bias)));
-    GGML_ASSERT(!residual || (residual->type == GGML_TYPE_F32 && ggml_is_contiguous(residual) &&
-                              residual->ne[0] == w->ne[1] && residual->ne[1] == n));
-    ggml_tensor * args[] = {w, x, bias, residual};
-    const int n_args = residual ? 4 : bias ? 3 : 2;
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], n, 1, 1, args, n_args, gemm_op, GGML_N_TASKS_MAX, nullptr);
+    return causal_conv_op(ctx, w, x, dilation, bias, residual, gemm_op, nullptr);
 }
 
 void to_bf16(const float * x, uint16_t * y, int64_t n) {

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 
+#include "kernels/conv_launch.h"
 #include "kernels/gemv_common.h"
 
 #ifdef KAZEIA_X86
@@ -219,18 +220,12 @@ bool conv_fma_applies(const ggml_tensor * w, int64_t channels) {
 ggml_tensor * conv_fma(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, int dilation, ggml_tensor * bias,
                        ggml_tensor * residual) {
     GGML_ASSERT(conv_fma_applies(w, x->ne[0]) && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x));
-    void * laid = panels_userdata(w);
-    if (ggml_n_dims(w) > 2) w = ggml_reshape_2d(ctx, w, ggml_nelements(w) / w->ne[ggml_n_dims(w) - 1], w->ne[ggml_n_dims(w) - 1]);
-    const int64_t taps = w->ne[0] / x->ne[0];
-    GGML_ASSERT(taps == 1 || dilation >= 1);
-    const int64_t n = x->ne[1] - (taps - 1) * dilation;
-    GGML_ASSERT(n > 0 && (!residual || bias));
-    GGML_ASSERT(!bias || (bias->type == GGML_TYPE_F32 && ggml_nelements(bias) == w->ne[1] && ggml_is_contiguous(bias)));
-    GGML_ASSERT(!residual || (residual->type == GGML_TYPE_F32 && ggml_is_contiguous(residual) &&
-                              residual->ne[0] == w->ne[1] && residual->ne[1] == n));
-    ggml_tensor * args[] = {w, x, bias, residual};
-    const int n_args = residual ? 4 : bias ? 3 : 2;
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], n, 1, 1, args, n_args, product_op, GGML_N_TASKS_MAX, laid);
+#ifdef KAZEIA_X86
+    return causal_conv_op(ctx, w, x, dilation, bias, residual, product_op, panels_userdata(w));
+#else
+    (void)ctx, (void)dilation, (void)bias, (void)residual;
+    return nullptr;   // (never reached: nothing applies)
+#endif
 }
 
 bool is_fma_product(const ggml_tensor * t) {
