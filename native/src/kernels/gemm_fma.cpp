@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
-
-#include <stdexcept>
 
 #include "kernels/conv_launch.h"
 #include "kernels/gemv_common.h"
