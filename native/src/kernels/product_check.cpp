@@ -320,33 +320,24 @@ product_pair check_decoder_conv(ggml_type type, gemm_fn gemm, conv_fn conv, conv
     return {!y[1].empty(), y[0], y[1], bf16_input ? y[2] : y[1]};
 }
 
-ggml_tensor * gemm_fma_of(ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return gemm_fma(c, w, x); }
-ggml_tensor * gemm_bf16_of(ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return gemm_bf16(c, w, x); }
-ggml_tensor * conv_fma_of(ggml_context * c, ggml_tensor * w, ggml_tensor * x, int d, ggml_tensor * b, ggml_tensor * r) {
-    return conv_fma(c, w, x, d, b, r);
-}
-ggml_tensor * conv_bf16_of(ggml_context * c, ggml_tensor * w, ggml_tensor * x, int d, ggml_tensor * b, ggml_tensor * r) {
-    return conv_bf16(c, w, x, d, b, r);
-}
-
 }  // namespace
 
 product_pair check_gemm_bf16(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
-    return check_decoder_gemm(GGML_TYPE_BF16, gemm_bf16_of, rows, cols, n, seed);
+    return check_decoder_gemm(GGML_TYPE_BF16, gemm_bf16, rows, cols, n, seed);
 }
 
 product_pair check_conv_bf16(int64_t channels, int64_t rows, int taps, int dilation, int64_t n, uint64_t seed) {
-    return check_decoder_conv(GGML_TYPE_BF16, gemm_bf16_of, conv_bf16_of, conv_bf16_applies, true, channels, rows, taps,
+    return check_decoder_conv(GGML_TYPE_BF16, gemm_bf16, conv_bf16, conv_bf16_applies, true, channels, rows, taps,
                               dilation, n, seed);
 }
 
 product_pair check_gemm_fma(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
-    return check_decoder_gemm(type_from_name(type), gemm_fma_of, rows, cols, n, seed);
+    return check_decoder_gemm(type_from_name(type), gemm_fma, rows, cols, n, seed);
 }
 
 product_pair check_conv_fma(const std::string & type, int64_t channels, int64_t rows, int taps, int dilation, int64_t n,
                             uint64_t seed) {
-    return check_decoder_conv(type_from_name(type), gemm_fma_of, conv_fma_of, conv_fma_applies, false, channels, rows,
+    return check_decoder_conv(type_from_name(type), gemm_fma, conv_fma, conv_fma_applies, false, channels, rows,
                               taps, dilation, n, seed);
 }
 
