@@ -95,7 +95,7 @@ ggml_tensor * speech_decoder::weights::derive(const std::string & name, const gg
     const std::array<int, 3> o{order[0], order[1], order[2]};
     ggml_tensor * t = derived.add(name, type, std::move(ne), [src, o, type, panels, row, rows](std::vector<uint8_t> & out) {
         const int ord[3] = {o[0], o[1], o[2]};
-        out = permute_elements(src, ord);
+        out = o == std::array<int, 3>{0, 1, 2} ? tensor_bytes(src) : permute_elements(src, ord);
         if (type != src->type) out = as_f16(out);
         if (panels) out = fma_panels(out, type, row, rows);
     });
