@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -468,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         from .platform_info import check_cpu_level
         check_cpu_level()   # a bad KAZEIA_CPU is a message before anything runs
         return args.func(args)
+    except BrokenPipeError:   # the reader left (`kazeia devices | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # so the exit flush stays quiet
+        return 141
     except (ConversionError, ModelLoadError, OSError, ValueError) as e:   # (OSError: a folder not writable, a full disk)
         print(f"kazeia {args.command}: error: {e}", file=sys.stderr)
         return 2

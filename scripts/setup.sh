@@ -59,11 +59,11 @@ pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
 cache="${KAZEIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kazeia}/ggml"
 cpu_id="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-10)"
 
-has_cuda_gpu() { nvcc --version >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; }
+has_cuda_gpu() { nvcc --version >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep GPU >/dev/null; }
 has_vulkan_gpu() {
-  ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1' || return 1
+  ldconfig -p 2>/dev/null | grep 'libvulkan.so.1' >/dev/null || return 1
   if command -v vulkaninfo >/dev/null; then
-    vulkaninfo --summary 2>/dev/null | grep -qE 'PHYSICAL_DEVICE_TYPE_(DISCRETE|INTEGRATED)_GPU'
+    vulkaninfo --summary 2>/dev/null | grep -E 'PHYSICAL_DEVICE_TYPE_(DISCRETE|INTEGRATED)_GPU' >/dev/null
   else
     ls /dev/dri/renderD* >/dev/null 2>&1 && ls /usr/share/vulkan/icd.d/ 2>/dev/null | grep -qv lvp
   fi

@@ -40,7 +40,8 @@ if [[ "$(cut -d- -f1 .venv/.kazeia-ggml)" != vulkan ]]; then
   exit 0
 fi
 eval "$(bash scripts/vulkan_deps.sh lavapipe)"
-.venv/bin/kazeia devices | grep -q '^Vulkan0' || { echo "lavapipe is not visible to ggml" >&2; .venv/bin/kazeia devices; exit 1; }
+devices="$(.venv/bin/kazeia devices)"   # (captured: `| grep -q` closes the pipe on kazeia mid-write)
+grep -q '^Vulkan0' <<< "$devices" || { echo "lavapipe is not visible to ggml" >&2; echo "$devices"; exit 1; }
 # lavapipe compiles each of ggml's pipelines with LLVM on first use, one at a time: on an empty shader
 # cache (a new machine) that is minutes per stage, longer than a test should wait for one take. One
 # accel-sched stream of the demo model compiles what the takes below need, outside any test's time

@@ -11,7 +11,7 @@ venv="${1:-$repo_root/.venv-ort}"
 packages=("onnxruntime==1.32.0" "onnx==1.23.2" "onnxscript==0.7.2")
 
 if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import onnxruntime, onnx, onnxscript, qwen_tts" 2>/dev/null &&
-   "$venv/bin/python" -m pip freeze 2>/dev/null | grep -qx "${packages[0]}"; then
+   "$venv/bin/python" -m pip freeze 2>/dev/null | grep -x "${packages[0]}" >/dev/null; then
   echo "ONNX Runtime venv up to date: $venv"
   exit 0
 fi
