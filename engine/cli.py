@@ -180,10 +180,15 @@ def _cmd_say(args) -> int:
     if args.voice:
         from .voice import load_voice
         voice = load_voice(args.voice, engine.model)
-    request = dict(speaker=args.speaker, language=args.language, instruct=args.instruct, voice=voice,
-                   sampling=sampling, streaming_text=args.streaming_text)
+    composition = _compose_for_say(engine, text, args, voice)
+    chunks = composition.chunks
+    if len(chunks) > 1 or len(composition.pieces) > 1 or args.trim_silence:
+        return _say_long(engine, composition, sampling, args)
+    chunk = chunks[0]   # one chunk, no pause: spoken as one request, exactly as before the front end
+    request = dict(speaker=chunk.cast.speaker, language=chunk.language, instruct=chunk.cast.instruct,
+                   voice=chunk.cast.voice, sampling=sampling, streaming_text=args.streaming_text)
     if args.stream:
-        stream = engine.stream(text, **request)
+        stream = engine.stream(chunk.text, **request)
         try:
             for _ in stream:
                 pass
@@ -193,13 +198,68 @@ def _cmd_say(args) -> int:
             raise
         result = stream.result
     else:
-        result = engine.synthesize(text, **request)
+        result = engine.synthesize(chunk.text, **request)
     write_audio(args.output, result.audio, result.sample_rate)
     if args.codes_out:
         np.save(args.codes_out, result.codes)
+    _print_rewrites(composition)
     print(f"wrote {args.output}: {result.timings.audio_seconds:.2f} s of audio, stopped by {result.stop_reason}")
     print(result.timings.summary())
     return 0
+
+
+def _compose_for_say(engine, text: str, args, voice):
+    """The text as chunks and pauses (text/compose.py) with the command's voice, cast and lexicon."""
+    from .cast import load_cast, model_cast
+    from .text.compose import Cast, Pauses, compose
+    from .text.lexicon import Lexicon
+    from .text.sentences import Budget
+    cast = load_cast(args.cast, engine.model) if args.cast else model_cast(engine.model)
+    lexicon = None
+    for path in args.lexicon or []:
+        loaded = Lexicon.load(path)
+        lexicon = loaded if lexicon is None else lexicon.merge(loaded)
+    return compose(text, default=Cast(speaker=args.speaker, instruct=args.instruct, voice=voice),
+                   language=args.language, cast=cast, languages=engine.info.languages, lexicon=lexicon,
+                   budget=Budget(args.max_chars, args.max_tokens),
+                   pauses=Pauses(args.pause_sentence, args.pause_paragraph), seed=args.seed,
+                   count_tokens=engine.count_text_tokens)
+
+
+def _say_long(engine, composition, sampling, args) -> int:
+    """Several chunks (or pauses, or trimming): spoken through the batched engine and joined."""
+    import numpy as np
+
+    from .audio_io import write_audio
+    from .long_text import speak
+    from .text.join import JoinSettings
+    chunks = composition.chunks
+    bar = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+        bar = tqdm(total=len(chunks), unit="chunk", desc="speaking", file=sys.stderr)
+    try:
+        result = speak(engine, composition, sampling, JoinSettings(trim_silence=args.trim_silence),
+                       max_batch=args.batch, on_chunk=lambda take, total: bar.update(1) if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    write_audio(args.output, result.audio, result.sample_rate)
+    if args.codes_out:
+        np.save(args.codes_out, result.codes)
+    _print_rewrites(composition)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    frames = sum(len(c.result.codes) for c in result.chunks)
+    print(f"wrote {args.output}: {result.audio_seconds:.2f} s of audio in {len(chunks)} chunk(s), {frames} frames")
+    print(f"TTFA {result.ttfa_ms:.0f} ms, {result.total_ms / 1000:.2f} s in all, RTF {result.rtf:.2f}")
+    return 0
+
+
+def _print_rewrites(composition) -> None:
+    for chunk in composition.chunks:
+        for r in chunk.rewrites:
+            print(f"lexicon: chunk {chunk.index + 1}: {r.term!r} -> {r.replacement!r} ({r.source})")
 
 
 def _cmd_voice_create(args) -> int:
@@ -395,6 +455,17 @@ def build_parser() -> argparse.ArgumentParser:
     feed.add_argument("--no-streaming-text", dest="streaming_text", action="store_false",
                       help="whole text in the prompt (default for CustomVoice and VoiceDesign)")
     s.add_argument("--codes-out", default=None, help="also save the codes [frames, 16] as .npy")
+    long = s.add_argument_group("long texts, dialogue and pauses (docs/speaking.md)")
+    long.add_argument("--cast", default=None,
+                      help="TOML file naming the voices [voice=NAME] and 'Name: text' lines may use")
+    long.add_argument("--lexicon", action="append", default=None,
+                      help="pronunciation rules (.toml or .csv); repeat to add files, later ones win")
+    long.add_argument("--pause-sentence", type=float, default=150.0, help="ms of silence between chunks")
+    long.add_argument("--pause-paragraph", type=float, default=600.0, help="ms of silence at a paragraph break")
+    long.add_argument("--trim-silence", action="store_true", help="trim each chunk's leading and trailing silence")
+    long.add_argument("--max-chars", type=int, default=250, help="characters per chunk at most")
+    long.add_argument("--max-tokens", type=int, default=64, help="text tokens per chunk at most")
+    long.add_argument("--batch", type=int, default=4, help="chunks synthesized together")
     s.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core; fewer while other processes hold some)")
     s.add_argument("--placement", default="cpu", choices=["cpu", "accel-weights", "accel-sched"],
                    help="where the stages run (kazeia devices lists what is available)")

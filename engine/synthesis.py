@@ -130,6 +130,10 @@ class Engine:
                           frame_seconds=1 / self.info.frame_rate)
         return plan, sampling, timings, start
 
+    def count_text_tokens(self, text: str) -> int:
+        """Text tokens `text` costs in a prompt (the long-text front end's budget counts these)."""
+        return len(self._prompts.tok.encode(text))
+
     def _prepare_request(self, r: Request):
         return self.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
 

@@ -1,0 +1,139 @@
+"""A composed text (text/compose.py) spoken: every chunk a request of its own through the batched
+engine, joined into one take (text/join.py). The first chunk starts alone, so the first audio comes as
+soon as for one sentence; the others join its batch at the next frame boundary and run together.
+Each chunk's audio is exactly that chunk synthesized alone with its seed (the batcher's promise), so
+regenerating one chunk with a new seed leaves the others' audio as it was."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Callable, Iterator
+
+import numpy as np
+
+from .requests import Request, Result, SamplingParams, Timings
+from .text.compose import Composition, PlannedChunk
+from .text.join import JoinSettings, join, join_offsets
+
+if TYPE_CHECKING:
+    from .synthesis import Engine
+
+
+@dataclass
+class ChunkTake:
+    """One chunk of a long take: its plan, its own result, and where it lies in the joined audio."""
+    plan: PlannedChunk
+    result: Result
+    span: tuple[int, int] = (0, 0)   # [start, end) samples in the joined take
+
+    @property
+    def hit_limit(self) -> bool:
+        return self.result.stop_reason == "limit"
+
+
+@dataclass
+class LongResult:
+    audio: np.ndarray
+    sample_rate: int
+    chunks: list[ChunkTake]
+    composition: Composition
+    join: JoinSettings
+    ttfa_ms: float = 0.0
+    total_ms: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def audio_seconds(self) -> float:
+        return len(self.audio) / self.sample_rate
+
+    @property
+    def rtf(self) -> float:
+        return self.total_ms / 1000 / self.audio_seconds if len(self.audio) else float("nan")
+
+    @property
+    def codes(self) -> np.ndarray:
+        return np.concatenate([c.result.codes for c in self.chunks])
+
+    def rejoined(self, join_settings: JoinSettings | None = None) -> "LongResult":
+        """The same chunks' audio joined again (other pauses or trimming, or after a chunk was redone)."""
+        settings = join_settings or self.join
+        pieces = _pieces(self.composition, [c.result.audio for c in self.chunks])
+        spans = join_offsets(pieces, self.sample_rate, settings)
+        chunks = [replace(c, span=s) for c, s in zip(self.chunks, spans)]
+        return replace(self, audio=join(pieces, self.sample_rate, settings), chunks=chunks, join=settings)
+
+
+def _pieces(composition: Composition, audio: list[np.ndarray]) -> list:
+    """The composition's pieces with each chunk replaced by its audio (in order)."""
+    chunks = iter(audio)
+    return [next(chunks) if isinstance(p, PlannedChunk) else p for p in composition.pieces]
+
+
+def chunk_request(chunk: PlannedChunk, sampling: SamplingParams) -> Request:
+    cast = chunk.cast
+    return Request(chunk.text, speaker=cast.speaker, language=chunk.language, instruct=cast.instruct,
+                   voice=cast.voice, sampling=replace(sampling, seed=chunk.seed))
+
+
+def speak(engine: "Engine", composition: Composition, sampling: SamplingParams | None = None,
+          join_settings: JoinSettings | None = None, max_batch: int = 4,
+          on_chunk: Callable[[ChunkTake, int], None] | None = None) -> LongResult:
+    """Every chunk of `composition`, joined. `on_chunk(take, chunks_in_all)` is called as each chunk
+    is done, in order (progress bars, the workbench's list)."""
+    join_settings = join_settings or JoinSettings()
+    join_settings.validate()
+    sampling = sampling or SamplingParams.from_model(engine.info)
+    start = time.perf_counter()
+    plans = composition.chunks
+    takes: list[ChunkTake] = []
+    first_audio: list[float] = []
+    for plan, result in _results_in_order(engine, plans, sampling, max_batch, first_audio):
+        takes.append(ChunkTake(plan, result))
+        if on_chunk is not None:
+            on_chunk(takes[-1], len(plans))
+    warnings = [f"chunk {t.plan.index + 1} (line {t.plan.at.line}) reached its frame limit "
+                f"({len(t.result.codes)} frames) before it ended: its speech may be cut or run on"
+                for t in takes if t.hit_limit]
+    pieces = _pieces(composition, [t.result.audio for t in takes])
+    spans = join_offsets(pieces, engine.info.sample_rate, join_settings)
+    takes = [replace(t, span=s) for t, s in zip(takes, spans)]
+    audio = join(pieces, engine.info.sample_rate, join_settings)
+    return LongResult(audio, engine.info.sample_rate, takes, composition, join_settings,
+                      ttfa_ms=1000 * (first_audio[0] - start) if first_audio else 0.0, total_ms=1000 * (time.perf_counter() - start), warnings=warnings)
+
+
+def redo_chunk(engine: "Engine", result: LongResult, index: int, seed: int,
+               sampling: SamplingParams | None = None) -> LongResult:
+    """`result` with chunk `index` synthesized again with `seed`; every other chunk's audio is kept."""
+    composition = result.composition.reseeded(index, seed)
+    plan = next(c for c in composition.chunks if c.index == index)
+    sampling = sampling or SamplingParams.from_model(engine.info)
+    request = chunk_request(plan, sampling)
+    redone = engine.synthesize(request.text, speaker=request.speaker, language=request.language,
+                               instruct=request.instruct, voice=request.voice, sampling=request.sampling)
+    chunks = [ChunkTake(plan, redone) if c.plan.index == index else c for c in result.chunks]
+    return replace(result, composition=composition, chunks=chunks).rejoined()
+
+
+def _results_in_order(engine: "Engine", plans: list[PlannedChunk], sampling: SamplingParams,
+                      max_batch: int, first_audio: list[float]) -> Iterator[tuple[PlannedChunk, Result]]:
+    """Each chunk's result, in order. Chunk 0 runs alone until its first audio (the take's first
+    audio is not held up by the other chunks' prefills); the rest then join its batch. The time of
+    that first audio is appended to `first_audio`."""
+    batcher = engine.batcher(max(1, max_batch))
+    requests = [chunk_request(p, sampling) for p in plans]
+    streams = [engine.submit(requests[0], batcher)]
+    if next(iter(streams[0]), None) is not None:   # (None: it ended without audio)
+        first_audio.append(time.perf_counter())
+    streams += [engine.submit(r, batcher) for r in requests[1:]]
+    try:
+        for plan, stream in zip(plans, streams):
+            stream.join()
+            if stream.error is not None:
+                raise stream.error
+            yield plan, stream.result
+    finally:
+        for s in streams:   # a failure or a consumer that stops early: nothing left running
+            s.cancel()
+
+

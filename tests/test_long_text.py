@@ -1,0 +1,107 @@
+"""Long texts through the engine: every chunk is exactly that chunk synthesized alone (batched or
+not), one chunk can be made again with a new seed leaving the others, and any length goes through
+`kazeia say` (the demo model: random weights, so every chunk runs to its frame limit)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import soundfile
+
+from kazeia.engine import Engine, SamplingParams
+from kazeia.engine.long_text import redo_chunk, speak
+from kazeia.engine.text.compose import Cast, Pauses, compose
+from kazeia.engine.text.join import JoinSettings
+from kazeia.engine.text.sentences import Budget
+
+from test_cli import kazeia
+
+TEXT = ("The first sentence is here. A second one follows it.\n\n"
+        "Alice: A new paragraph, in another voice. [pause:300ms] And a last word.")
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from kazeia.engine import demo_model_path
+    return Engine.load(demo_model_path(), threads=2)
+
+
+def plan_of(engine, text=TEXT, seed=5):
+    return compose(text, default=Cast(speaker="vivian"), cast={"Alice": Cast(speaker="serena")},
+                   languages=engine.info.languages, budget=Budget(max_chars=40), seed=seed,
+                   count_tokens=engine.count_text_tokens)
+
+
+def alone(engine, chunk, sampling):
+    return engine.synthesize(chunk.text, speaker=chunk.cast.speaker, language=chunk.language,
+                             sampling=SamplingParams(**{**vars(sampling), "seed": chunk.seed}))
+
+
+@pytest.mark.parametrize("max_batch", [1, 4])
+def test_each_chunk_is_that_chunk_alone_bit_for_bit(demo, max_batch):
+    plan = plan_of(demo)
+    assert len(plan.chunks) == 4 and [c.cast.speaker for c in plan.chunks] == ["vivian", "vivian", "serena", "serena"]
+    sampling = SamplingParams.from_model(demo.info, max_frames=6)
+    result = speak(demo, plan, sampling, JoinSettings(), max_batch=max_batch)
+    for take in result.chunks:
+        single = alone(demo, take.plan, sampling)
+        assert np.array_equal(take.result.codes, single.codes)
+        assert np.array_equal(take.result.audio, single.audio)
+    assert len({t.result.codes.tobytes() for t in result.chunks}) == 4   # seeds differ per chunk
+    # the joined take holds each chunk where its span says (pauses between, crossfades at the edges)
+    for take in result.chunks:
+        start, end = take.span
+        inner = slice(start + 480, end - 480)   # past the 5 ms fades at each edge (at most 120 samples)
+        np.testing.assert_array_equal(result.audio[inner], take.result.audio[480:-480])
+    assert len(result.warnings) == 4 and "frame limit" in result.warnings[0]   # random weights never stop
+    assert result.ttfa_ms > 0 and result.total_ms >= result.ttfa_ms
+
+
+def test_one_chunk_made_again_leaves_the_others(demo):
+    sampling = SamplingParams.from_model(demo.info, max_frames=5)
+    first = speak(demo, plan_of(demo), sampling, max_batch=4)
+    again = redo_chunk(demo, first, 1, seed=424242, sampling=sampling)
+    for i, (a, b) in enumerate(zip(first.chunks, again.chunks)):
+        same = np.array_equal(a.result.audio, b.result.audio)
+        assert same == (i != 1), i
+    assert again.composition.chunks[1].seed == 424242
+    # the other chunks' parts of the joined audio are untouched
+    a0, b0 = first.chunks[0].span, again.chunks[0].span
+    np.testing.assert_array_equal(first.audio[a0[0]:a0[1] - 120], again.audio[b0[0]:b0[1] - 120])
+    a3, b3 = first.chunks[3].span, again.chunks[3].span
+    np.testing.assert_array_equal(first.audio[a3[0] + 120:a3[1]], again.audio[b3[0] + 120:b3[1]])
+
+
+def test_a_short_plain_text_is_what_it_was_before_the_front_end(demo):
+    sampling = SamplingParams.from_model(demo.info, max_frames=6, seed=3)
+    plan = compose("Just this.", default=Cast(speaker="ryan"), seed=3)
+    result = speak(demo, plan, sampling)
+    direct = demo.synthesize("Just this.", speaker="ryan", sampling=sampling)
+    assert np.array_equal(result.audio, direct.audio)
+
+
+def test_twenty_thousand_characters_through_say(tmp_path):
+    sentences = [f"Sentence {i} of a very long chapter, with a clause; and a pause." for i in range(320)]
+    paragraphs = ["\n".join(sentences[i:i + 16]) for i in range(0, len(sentences), 16)]
+    text = "\n\n".join(paragraphs)
+    assert len(text) >= 20_000
+    (tmp_path / "chapter.txt").write_text(text, encoding="utf-8")
+    out = tmp_path / "chapter.wav"
+    r = kazeia("say", "--model", "demo", "--text-file", tmp_path / "chapter.txt", "--speaker", "vivian",
+               "--max-frames", "1", "--batch", "8", "--pause-paragraph", "500", "-o", out, "--threads", "2",
+               env={"KAZEIA_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr[-2000:]
+    chunks = int(r.stdout.split(" chunk(s)")[0].rsplit(" ", 1)[1])
+    assert chunks >= 20_000 // 250
+    audio, sr = soundfile.read(out, dtype="float32")
+    # one frame per chunk, 150 ms between chunks, 500 ms at the 19 paragraph breaks, less the fades
+    expected = chunks * 1920 + (chunks - 1 - 19) * 3600 + 19 * 12000
+    assert sr == 24000 and abs(len(audio) - expected) <= chunks * 240
+    assert "Traceback" not in r.stderr and "frame limit" in r.stderr
+
+
+def test_say_errors_in_markup_name_line_and_column(tmp_path):
+    (tmp_path / "t.txt").write_text("Fine.\nThen [pause:forever] here.", encoding="utf-8")
+    r = kazeia("say", "--model", "demo", "--text-file", tmp_path / "t.txt", "--speaker", "vivian",
+               "-o", tmp_path / "a.wav", env={"KAZEIA_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 2 and "line 2, column 6" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "a.wav").exists()
