@@ -505,8 +505,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--batch", type=batch_sizes, default=None, metavar="B,B,...",
                    help="many voices at once: time batches of these sizes (with 1) side by side: per-stream ms per "
                         "frame, aggregate frames per second and RTF, peak RSS")
+    b.add_argument("--long", action="store_true",
+                   help="a ~2,000-character text through the long-text front end: its chunks batched "
+                        "(--batch, default 4) against one at a time, and TTFA against one sentence")
     b.add_argument("--size", choices=SIZES, default="0.6b", help="random model to make and measure")
-    b.add_argument("--frames", type=int, default=50)
+    b.add_argument("--frames", type=int, default=None,
+                   help="frames per utterance (default 50; with --long a cap per chunk, default none)")
     b.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core; fewer while other processes hold some)")
     b.add_argument("--runs", type=int, default=1,
                    help="alternate this many Kazeia and vox runs and report each one's median run")

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
-from .requests import Request, Result, SamplingParams, Timings
-from .text.compose import Composition, PlannedChunk
+from .requests import Request, Result, SamplingParams
+from .text.compose import Cast, Composition, PlannedChunk, compose
 from .text.join import JoinSettings, join, join_offsets
 
 if TYPE_CHECKING:
@@ -69,17 +69,22 @@ def _pieces(composition: Composition, audio: list[np.ndarray]) -> list:
     return [next(chunks) if isinstance(p, PlannedChunk) else p for p in composition.pieces]
 
 
-def chunk_request(chunk: PlannedChunk, sampling: SamplingParams) -> Request:
+def chunk_request(chunk: PlannedChunk, sampling: SamplingParams, max_frames: int | None = None) -> Request:
     cast = chunk.cast
+    chunk_sampling = replace(sampling, seed=chunk.seed)
+    if max_frames is not None:
+        chunk_sampling.max_frames = max_frames
     return Request(chunk.text, speaker=cast.speaker, language=chunk.language, instruct=cast.instruct,
-                   voice=cast.voice, sampling=replace(sampling, seed=chunk.seed))
+                   voice=cast.voice, sampling=chunk_sampling)
 
 
 def speak(engine: "Engine", composition: Composition, sampling: SamplingParams | None = None,
           join_settings: JoinSettings | None = None, max_batch: int = 4,
-          on_chunk: Callable[[ChunkTake, int], None] | None = None) -> LongResult:
+          on_chunk: Callable[[ChunkTake, int], None] | None = None,
+          max_frames_of: Callable[[PlannedChunk], int] | None = None) -> LongResult:
     """Every chunk of `composition`, joined. `on_chunk(take, chunks_in_all)` is called as each chunk
-    is done, in order (progress bars, the workbench's list)."""
+    is done, in order (progress bars, the workbench's list); `max_frames_of(chunk)` sets a chunk's
+    frame limit (the bench: random weights never end an utterance)."""
     join_settings = join_settings or JoinSettings()
     join_settings.validate()
     sampling = sampling or SamplingParams.from_model(engine.info)
@@ -87,7 +92,8 @@ def speak(engine: "Engine", composition: Composition, sampling: SamplingParams |
     plans = composition.chunks
     takes: list[ChunkTake] = []
     first_audio: list[float] = []
-    for plan, result in _results_in_order(engine, plans, sampling, max_batch, first_audio):
+    requests = [chunk_request(p, sampling, max_frames_of(p) if max_frames_of else None) for p in plans]
+    for plan, result in _results_in_order(engine, plans, requests, max_batch, first_audio):
         takes.append(ChunkTake(plan, result))
         if on_chunk is not None:
             on_chunk(takes[-1], len(plans))
@@ -100,6 +106,83 @@ def speak(engine: "Engine", composition: Composition, sampling: SamplingParams |
     audio = join(pieces, engine.info.sample_rate, join_settings)
     return LongResult(audio, engine.info.sample_rate, takes, composition, join_settings,
                       ttfa_ms=1000 * (first_audio[0] - start) if first_audio else 0.0, total_ms=1000 * (time.perf_counter() - start), warnings=warnings)
+
+
+def compose_request(engine: "Engine", request: Request) -> Composition:
+    """A request's text as a plan, in the request's own voice and language; dialogue turns and
+    [voice=...] may name the model's speakers (a script line, a server request)."""
+    from .cast import model_cast
+    seed = request.sampling.seed if request.sampling is not None else 0
+    return compose(request.text, default=Cast(speaker=request.speaker, instruct=request.instruct, voice=request.voice),
+                   language=request.language or "auto", cast=model_cast(engine.model),
+                   languages=engine.info.languages, seed=seed, count_tokens=engine.count_text_tokens)
+
+
+def start_request(engine: "Engine", request: Request, batcher):
+    """`request` running on `batcher`: as one stream when its text is one chunk with no pause (the
+    audio it always had), else as a ComposedStream of its chunks."""
+    plan = compose_request(engine, request)
+    sampling = request.sampling or SamplingParams.from_model(engine.info)
+    if len(plan.pieces) == 1:
+        return engine.submit(replace(request, text=plan.chunks[0].text, sampling=sampling), batcher)
+    return ComposedStream(engine, plan, sampling, batcher)
+
+
+class ComposedStream:
+    """A composed text's chunks as streams on a shared batcher (render's lines, many texts at once),
+    ended when every chunk has ended; `result` is then the take as one Result: the chunks' audio
+    joined, their codes one after another, their per-frame timings in order. What render's
+    executor waits on, in place of a one-request AudioStream."""
+
+    def __init__(self, engine: "Engine", composition: Composition, sampling: SamplingParams, batcher,
+                 join_settings: JoinSettings | None = None):
+        self._engine, self._composition = engine, composition
+        self._join = join_settings or JoinSettings()
+        self._join.validate()
+        self._start = time.perf_counter()
+        requests = [chunk_request(p, sampling) for p in composition.chunks]   # all checked before any starts
+        self.streams = [engine.submit(r, batcher) for r in requests]
+        self._result: Result | None = None
+
+    @property
+    def ended(self) -> bool:
+        return all(s.ended for s in self.streams)
+
+    @property
+    def error(self) -> BaseException | None:
+        return next((s.error for s in self.streams if s.error is not None), None)
+
+    def cancel(self) -> None:
+        for s in self.streams:
+            s.cancel()
+
+    def join(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        for s in self.streams:
+            left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            if not s.join(left):
+                return False
+        return True
+
+    @property
+    def result(self) -> Result | None:
+        if self._result is None and self.ended and self.error is None:
+            results = [s.result for s in self.streams]
+            audio = join(_pieces(self._composition, [r.audio for r in results]), self._engine.info.sample_rate,
+                         self._join)
+            reasons = {r.stop_reason for r in results}
+            reason = next((x for x in ("cancelled", "limit") if x in reasons), "eos")
+            first = results[0].timings
+            timings = replace(first, prefill_ms=sum(r.timings.prefill_ms for r in results),
+                              talker_ms=[x for r in results for x in r.timings.talker_ms],
+                              code_predictor_ms=[x for r in results for x in r.timings.code_predictor_ms],
+                              decoder_ms=[x for r in results for x in r.timings.decoder_ms],
+                              frames=sum(r.timings.frames for r in results),
+                              total_ms=1000 * (time.perf_counter() - self._start))
+            self._result = Result(audio, self._engine.info.sample_rate,
+                                  np.concatenate([r.codes for r in results]), timings, reason,
+                                  results[0].placement_report)
+        return self._result
 
 
 def redo_chunk(engine: "Engine", result: LongResult, index: int, seed: int,
@@ -115,13 +198,12 @@ def redo_chunk(engine: "Engine", result: LongResult, index: int, seed: int,
     return replace(result, composition=composition, chunks=chunks).rejoined()
 
 
-def _results_in_order(engine: "Engine", plans: list[PlannedChunk], sampling: SamplingParams,
+def _results_in_order(engine: "Engine", plans: list[PlannedChunk], requests: list[Request],
                       max_batch: int, first_audio: list[float]) -> Iterator[tuple[PlannedChunk, Result]]:
     """Each chunk's result, in order. Chunk 0 runs alone until its first audio (the take's first
     audio is not held up by the other chunks' prefills); the rest then join its batch. The time of
     that first audio is appended to `first_audio`."""
     batcher = engine.batcher(max(1, max_batch))
-    requests = [chunk_request(p, sampling) for p in plans]
     streams = [engine.submit(requests[0], batcher)]
     if next(iter(streams[0]), None) is not None:   # (None: it ended without audio)
         first_audio.append(time.perf_counter())

@@ -19,6 +19,7 @@ import numpy as np
 import soundfile
 
 from .audio_io import NAMED_FORMATS, write_audio
+from .long_text import start_request
 from .requests import Request, SamplingParams
 from .synthesis import Engine
 from .script import ScriptError, ScriptLine, check_for_model, output_names, read_script, request_hash
@@ -203,7 +204,7 @@ class LocalExecutor:
             while pending and len(active) < 2 * self.batch and not stop():   # queued ahead: no idle slot
                 job = pending.pop(0)
                 try:
-                    active.append((job, self.engine.submit(job.engine_request(self.engine, folder), batcher)))
+                    active.append((job, start_request(self.engine, job.engine_request(self.engine, folder), batcher)))
                 except (ValueError, OSError) as e:
                     yield job, LineOutcome(error=str(e))
             if stop():

@@ -157,7 +157,8 @@ def read_script(path: str | os.PathLike) -> tuple[list[ScriptLine], list[tuple[i
 
 def check_for_model(lines: list[ScriptLine], engine, folder: Path) -> list[tuple[int, str, str]]:
     """Problems of each line with this model: speaker, language, instruct, voice, sampling, length."""
-    from .requests import SamplingParams
+    from .long_text import compose_request
+    from .requests import Request, SamplingParams
     from .voice import load_voice
     problems = []
     for line in lines:
@@ -169,7 +170,10 @@ def check_for_model(lines: list[ScriptLine], engine, folder: Path) -> list[tuple
                     raise ValueError(f"voice profile {line.voice} not found")
                 voice = load_voice(path, engine.model)
             sampling = SamplingParams.from_model(engine.info, **line.sampling)
-            engine.prepare(line.text, line.speaker, line.language or "auto", line.instruct, voice, sampling, None)
+            request = Request(line.text, line.speaker, line.language or "auto", line.instruct, voice, sampling)
+            for chunk in compose_request(engine, request).chunks:   # markup, then every chunk's request
+                engine.prepare(chunk.text, chunk.cast.speaker, chunk.language, chunk.cast.instruct, chunk.cast.voice,
+                               sampling, None)
         except (ValueError, TypeError) as e:
             problems.append((line.number, line.id, str(e)))
     return problems

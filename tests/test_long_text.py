@@ -105,3 +105,53 @@ def test_say_errors_in_markup_name_line_and_column(tmp_path):
                "-o", tmp_path / "a.wav", env={"KAZEIA_CACHE_DIR": str(tmp_path / "cache")})
     assert r.returncode == 2 and "line 2, column 6" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "a.wav").exists()
+
+
+def test_render_lines_may_be_paragraphs_markup_and_dialogue(tmp_path, demo):
+    import csv
+    long_line = " ".join(f"Sentence {i} of a line that is a whole chapter, with a clause; and more." for i in range(280))
+    assert len(long_line) >= 20_000
+    rows = [{"id": "plain", "text": "Just one sentence.", "speaker": "ryan", "max_frames": 4, "seed": 9},
+            {"id": "dialogue", "text": "vivian: Hello there. [pause:250ms] serena: Hi!", "speaker": "ryan",
+             "max_frames": 3, "seed": 1},
+            {"id": "chapter", "text": long_line, "speaker": "vivian", "max_frames": 1, "seed": 2},
+            {"id": "bad", "text": "Fine. [pause:never]", "speaker": "ryan", "max_frames": 1, "seed": 3}]
+    script = tmp_path / "lines.csv"
+    with open(script, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    out = tmp_path / "out"
+    r = kazeia("render", script, "--model", "demo", "-o", out, "--batch", "4", "--threads", "2", "--skip-invalid",
+               env={"KAZEIA_CACHE_DIR": str(tmp_path / "cache")})
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "3 rendered" in r.stdout and "1 skipped" in r.stdout, r.stdout + r.stderr[-2000:]
+    manifest = [__import__("json").loads(x) for x in (out / "manifest.jsonl").read_text().splitlines()]
+    bad = next(e for e in manifest if e["id"] == "bad")
+    assert bad["status"] == "skipped" and "column 7" in bad["error"] and "not a duration" in bad["error"]
+    plain, _ = soundfile.read(out / "plain.wav", dtype="float32")
+    direct = demo.synthesize("Just one sentence.", speaker="ryan",
+                             sampling=SamplingParams.from_model(demo.info, max_frames=4, seed=9))
+    np.testing.assert_array_equal(plain, direct.audio)   # a one-chunk line renders as it always did
+    dialogue, _ = soundfile.read(out / "dialogue.wav", dtype="float32")
+    plan = compose("vivian: Hello there. [pause:250ms] serena: Hi!", default=Cast(speaker="ryan"),
+                   cast={"vivian": Cast(speaker="vivian"), "serena": Cast(speaker="serena")}, seed=1)
+    assert [c.cast.speaker for c in plan.chunks] == ["vivian", "vivian"]   # (a turn starts a line only)
+    assert len(dialogue) == 2 * 3 * 1920 + 6000   # two chunks of 3 frames and the 250 ms pause
+    chapter, _ = soundfile.read(out / "chapter.wav", dtype="float32")
+    assert len(chapter) > 80 * 1920
+
+
+def test_bench_long_compares_a_batch_with_one_chunk_at_a_time(tmp_path):
+    import json
+    r = kazeia("bench", "--long", "--model", "demo", "--frames", "2", "--runs", "1", "--threads", "2",
+               "--json", "-", "-q", env={"KAZEIA_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(r.stdout[:r.stdout.rindex("}") + 1])
+    assert result["stage"] == "long" and result["chunks"] > 1 and result["characters"] >= 1800
+    assert result["frames"] == 2 * result["chunks"]   # every chunk capped at --frames
+    assert result["batched_speedup"] > 0 and result["ttfa_vs_one_sentence"] > 0
+    assert result["batched"]["ttfa_ms"] > 0 and result["one_sentence_ttfa_ms"] > 0
+    from kazeia.engine.bench.report import summary
+    table = summary(result)
+    assert "one at a time" in table and "batch of 4" in table and "faster than one chunk at a time" in table

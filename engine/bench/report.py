@@ -51,6 +51,17 @@ def summary(result: dict) -> str:
                          "vs default (stages; RTF)"], rows)
         lines.append(f"medians of {result['runs']} alternating run(s) per level, one process each")
         return "\n".join(lines)
+    if stage == "long":
+        lines[0] += f", {result['type']}; {result['characters']} characters in {result['chunks']} chunks, " \
+                    f"{result['frames']} frames ({result['audio_s']:.1f} s of audio)"
+        rows = [[name.replace("_", " "), f"{d['wall_s']:.2f}", f"{d['rtf']:.2f}", f"{d['ttfa_ms']:.0f}"]
+                for name, d in (("one_at_a_time", result["one_at_a_time"]),
+                                (f"batch of {result['batch']}", result["batched"]))]
+        lines += _table(["chunks", "wall s", "RTF", "TTFA ms"], rows)
+        lines.append(f"batched {result['batched_speedup']:.2f}x faster than one chunk at a time; TTFA "
+                     f"{result['ttfa_vs_one_sentence']:.2f}x that of the first sentence alone "
+                     f"({result['one_sentence_ttfa_ms']:.0f} ms); medians of {result['runs']} alternating round(s)")
+        return "\n".join(lines)
     if stage == "all":
         k = result["kazeia"]
         lines[0] += f", {result['type']} with a {result['decoder_type']} decoder, {result['frames']} frames"
