@@ -121,7 +121,7 @@ class Engine:
                                    streaming_text=streaming_text)
         if plan.body_tokens > MAX_TEXT_TOKENS:
             raise ValueError(f"text too long: {plan.body_tokens} tokens in one request (at most {MAX_TEXT_TOKENS}, "
-                             "several minutes of speech); split it into paragraphs")
+                             "several minutes of speech); Engine.speak (kazeia say) splits a text of any length")
         positions = len(plan) + self.max_frames_for(plan, sampling) + 1
         if positions > self.info.hparams["talker"]["max_position_embeddings"]:
             raise ValueError(f"prompt and frame limit need {positions} positions; the model handles "
@@ -188,6 +188,26 @@ class Engine:
             self._fill(timings, out, [dec_ms / max(len(codes), 1)] * len(codes), start)
             timings.ttfa_ms = timings.total_ms
             return Result(audio, self.info.sample_rate, codes, timings, out["stop_reason"], self.report_held())
+
+    def speak(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
+              instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
+              cast: dict | None = None, lexicon=None, budget=None, pauses=None, join=None,
+              max_batch: int = 4):
+        """Any text: markup, dialogue, pauses and any length (docs/speaking.md), as chunks through
+        the batched engine joined into one take (kazeia.engine.long_text.LongResult). `cast`: names
+        -> text.compose.Cast (the model's speakers are there already); `lexicon`: text.lexicon.Lexicon;
+        `budget`, `pauses`, `join`: text.sentences.Budget, text.compose.Pauses, text.join.JoinSettings.
+        synthesize and stream speak one prompt as given (the reference's unit, for parity)."""
+        from .cast import model_cast
+        from .long_text import speak
+        from .text.compose import Cast, Pauses, compose
+        from .text.sentences import Budget
+        sampling = sampling or SamplingParams.from_model(self.info)
+        plan = compose(text, default=Cast(speaker=speaker, instruct=instruct, voice=voice), language=language or "auto",
+                       cast={**model_cast(self.model), **(cast or {})}, languages=self.info.languages,
+                       lexicon=lexicon, budget=budget or Budget(), pauses=pauses or Pauses(), seed=sampling.seed,
+                       count_tokens=self.count_text_tokens)
+        return speak(self, plan, sampling, join, max_batch=max_batch)
 
     def stream(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
                instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,

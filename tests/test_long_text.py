@@ -155,3 +155,15 @@ def test_bench_long_compares_a_batch_with_one_chunk_at_a_time(tmp_path):
     from kazeia.engine.bench.report import summary
     table = summary(result)
     assert "one at a time" in table and "batch of 4" in table and "faster than one chunk at a time" in table
+
+
+def test_engine_speak_is_compose_then_speak(demo):
+    sampling = SamplingParams.from_model(demo.info, max_frames=4, seed=11)
+    take = demo.speak("One sentence here. [pause:200ms] Another one there.", speaker="eric", sampling=sampling)
+    plan = compose("One sentence here. [pause:200ms] Another one there.", default=Cast(speaker="eric"), seed=11)
+    assert [c.plan.text for c in take.chunks] == [c.text for c in plan.chunks]
+    assert len(take.audio) == 2 * 4 * 1920 + 4800
+    for c in take.chunks:
+        np.testing.assert_array_equal(c.result.audio, alone(demo, c.plan, sampling).audio)
+    with pytest.raises(ValueError, match="line 1, column 12: unknown voice 'nobody'.*vivian"):
+        demo.speak("Hi. [voice=nobody] there.", speaker="eric")
