@@ -107,3 +107,35 @@ def test_bad_settings_are_named(field, value):
         join([voiced(100, 0)], SR, JoinSettings(**{field: value}))
     with pytest.raises(ValueError, match="pause"):
         join([voiced(100, 0), -5.0], SR)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_assembler_streams_exactly_what_join_makes(seed):
+    """Random pieces (chunks long and very short, pauses of 0 ms and more, leading and trailing
+    pauses, empty chunks), each chunk fed in random parts: the streamed samples are join's, bit for bit."""
+    from kazeia.engine.text.join import TakeAssembler
+    rng = np.random.default_rng(seed)
+    settings = JoinSettings(crossfade_ms=float(rng.choice([0.0, 1.0, 5.0, 30.0])),
+                            trim_silence=bool(seed % 5 == 4))
+    pieces = []
+    for _ in range(rng.integers(1, 7)):
+        kind = rng.random()
+        if kind < 0.3:
+            pieces.append(float(rng.choice([0.0, 7.0, 150.0])))
+        else:
+            n = int(rng.choice([0, 3, 50, 700, 4000]))
+            audio = voiced(n, int(rng.integers(1e6))) if n else np.zeros(0, np.float32)
+            if settings.trim_silence and n:
+                audio = np.concatenate([np.zeros(300, np.float32), audio, np.zeros(500, np.float32)])
+            pieces.append(audio)
+    assembler, streamed = TakeAssembler(SR, settings), []
+    for piece in pieces:
+        if isinstance(piece, np.ndarray):
+            cuts = np.sort(rng.integers(0, len(piece) + 1, size=rng.integers(0, 4)))
+            for part in np.split(piece, cuts):
+                streamed.append(assembler.audio(part))
+            streamed.append(assembler.end_chunk())
+        else:
+            streamed.append(assembler.pause(piece))
+    streamed.append(assembler.finish())
+    np.testing.assert_array_equal(np.concatenate(streamed), join(pieces, SR, settings))

@@ -127,3 +127,138 @@ def join_offsets(pieces: Sequence[Piece], sample_rate: int,
     chunk boundaries from these)."""
     chunks, starts, *_ = _layout(pieces, sample_rate, settings)
     return [(s, s + len(a)) for a, s in zip(chunks, starts)]
+
+
+class TakeAssembler:
+    """`join` for pieces that arrive in order, a chunk's audio in parts (a stream's frames): each call
+    returns the samples of the take that nothing still to come can change, and all of them together
+    are exactly `join` of the same pieces (tested bit for bit). What waits: a chunk's last
+    `crossfade_ms` (its fade depends on what follows), its first ones until it is that long (a
+    crossfade is as long as the shorter chunk), and with `trim_silence` the whole chunk (its edges
+    are known at its end)."""
+
+    def __init__(self, sample_rate: int, settings: JoinSettings = JoinSettings()):
+        settings.validate()
+        self.sample_rate, self.settings = sample_rate, settings
+        self.fade = int(round(sample_rate * settings.crossfade_ms / 1000))
+        self._stage = np.zeros(0, np.float32)   # the take from `_emitted` on: contributions so far
+        self._emitted = 0
+        self._pause: float | None = None        # ms of pause since the last chunk with audio
+        self._last_end: int | None = None       # where the last chunk with audio ends in the take
+        self._held = None                       # its end, not yet added: (start, samples, head gains)
+        self._chunk: list[np.ndarray] | None = None   # the chunk in progress
+        self._start = self._head = self._placed = 0  # its start, head fade (-1: not placed), samples added
+
+    # -- pieces ---------------------------------------------------------------------------------
+    def pause(self, ms: float) -> np.ndarray:
+        if self._chunk is not None:
+            raise ValueError("a pause inside a chunk: end the chunk first")
+        if not 0 <= float(ms) <= 600_000:
+            raise ValueError(f"a pause must be from 0 to 600000 ms, got {ms!r}")
+        self._pause = (self._pause or 0.0) + float(ms)
+        return np.zeros(0, np.float32)
+
+    def audio(self, samples: np.ndarray) -> np.ndarray:
+        """More of the chunk in progress (the first call begins it)."""
+        if self._chunk is None:
+            self._chunk, self._head, self._placed = [], -1, 0
+        self._chunk.append(np.asarray(samples, np.float32).reshape(-1))
+        if self.settings.trim_silence:
+            return np.zeros(0, np.float32)
+        return self._advance(final=False)
+
+    def end_chunk(self) -> np.ndarray:
+        if self._chunk is None:   # a chunk with no audio: holds its place, joins nothing
+            return np.zeros(0, np.float32)
+        if self.settings.trim_silence:
+            self._chunk = [trim(np.concatenate(self._chunk), self.sample_rate, self.settings)]
+        out = self._advance(final=True)
+        self._chunk = None
+        return out
+
+    def finish(self) -> np.ndarray:
+        """The rest of the take: the last chunk's end and any pause after it."""
+        if self._chunk is not None:
+            raise ValueError("the last chunk has not ended")
+        trailing = int(round(self.sample_rate * self._pause / 1000)) if self._pause else 0
+        if self._held is not None:   # the take's last chunk fades out only into a pause
+            self._add_held(len(self._held[1]) if trailing else 0)
+        end = max(self._last_end or 0, self._emitted + len(self._stage)) + trailing
+        self._pause = None
+        self._grow(end)
+        return self._release(end)
+
+    # -- inside ---------------------------------------------------------------------------------
+    def _advance(self, final: bool) -> np.ndarray:
+        audio = np.concatenate(self._chunk) if len(self._chunk) > 1 else self._chunk[0]
+        self._chunk = [audio]
+        n = len(audio)
+        if n == 0:
+            return np.zeros(0, np.float32)
+        if self._head < 0:   # placed once its head's length is known
+            if n < self.fade and not final:
+                return np.zeros(0, np.float32)
+            self._place(min(self.fade, n))
+        end = n - min(self.fade, n) if final else n - self.fade   # the last `fade` samples wait
+        if end > self._placed:
+            gain = self._head_gain(n)
+            self._add(self._start + self._placed, audio[self._placed:end] * gain[self._placed:end])
+            self._placed = end
+        if final:
+            self._held = (self._start + end, audio[end:].copy(), self._head_gain(n)[end:])
+            self._last_end = self._start + n
+        return self._release(self._final_until())
+
+    def _place(self, head_room: int) -> None:
+        """Where the chunk starts and how long its head fades, from what came before it."""
+        pause = int(round(self.sample_rate * self._pause / 1000)) if self._pause else 0
+        if self._last_end is None:   # the take's first chunk, after any leading pause
+            self._start = self._emitted + len(self._stage) + pause
+            self._head = head_room if self._start > 0 else 0
+        elif self._pause is not None:   # after a pause: the last chunk fades out, this one fades in
+            self._add_held(len(self._held[1]))
+            self._start, self._head = self._last_end + pause, head_room
+        else:   # straight after a chunk: an equal-power crossfade, as long as the shorter allows
+            overlap = min(head_room, len(self._held[1]))
+            self._add_held(overlap)
+            self._start, self._head = self._last_end - overlap, overlap
+        self._pause = None
+        self._grow(self._start)
+
+    def _head_gain(self, n: int) -> np.ndarray:
+        gain = np.ones(n, np.float32)   # (built as join builds it: the same float32 products)
+        if self._head:
+            gain[:self._head] *= _ramp(self._head)
+        return gain
+
+    def _add_held(self, fade_out: int) -> None:
+        """The last chunk's held end, its last `fade_out` samples fading (0: as it is)."""
+        start, samples, gain = self._held
+        if fade_out:
+            gain[len(gain) - fade_out:] *= _ramp(fade_out)[::-1]
+        self._add(start, samples * gain)
+        self._held = None
+
+    def _add(self, start: int, values: np.ndarray) -> None:
+        self._grow(start + len(values))
+        at = start - self._emitted
+        self._stage[at:at + len(values)] += values
+
+    def _final_until(self) -> int:
+        """The first sample a piece still to come may add to."""
+        if self._held is not None:
+            return self._held[0]
+        if self._chunk is not None and self._head >= 0:
+            return self._start + self._placed
+        return self._emitted + len(self._stage)
+
+    def _grow(self, until: int) -> None:
+        need = until - self._emitted - len(self._stage)
+        if need > 0:
+            self._stage = np.concatenate([self._stage, np.zeros(need, np.float32)])
+
+    def _release(self, until: int) -> np.ndarray:
+        n = max(0, until - self._emitted)
+        out, self._stage = self._stage[:n].copy(), self._stage[n:]
+        self._emitted += n
+        return out
