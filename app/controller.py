@@ -16,7 +16,9 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from kazeia.engine import (Engine, ModelFile, SamplingParams, create_voice, load_voice, resolve_model, save_voice,
                            converted_checkpoint)
+from kazeia.engine.long_text import LongStream, compose_request
 from kazeia.engine.proc_stats import peak_rss_mb, reset_peak_rss
+from kazeia.engine.requests import Request
 
 PREVIEW_TEXT = "This is how I sound."
 PREVIEW_SECONDS = 6   # a preview stops here whatever the model does
@@ -35,6 +37,7 @@ class Ran:
 class TakeOutcome:
     result: object   # the engine's Result
     ran: Ran
+    chunks: list = field(default_factory=list)   # a long text's chunks (long_text.ChunkTake); [] for one prompt
 
 
 def _message(e: BaseException) -> str:
@@ -134,13 +137,19 @@ def _take(worker: _Worker, job: Job, request: dict) -> TakeOutcome:
     request["voice"] = load_voice(profile, engine.model) if profile else None
     text = request.pop("text")
     reset_peak_rss()
-    stream = engine.stream(text, **request)
+    # a text of more than one chunk, or with pauses, is a long take (markup errors name line and column)
+    plan = compose_request(engine, Request(text, request.get("speaker"), request.get("language"),
+                                           request.get("instruct"), request.get("voice"), request.get("sampling")))
+    if len(plan.pieces) > 1:
+        stream = LongStream(engine, plan, request.get("sampling"))
+    else:
+        stream = engine.stream(text, **request)   # one prompt, exactly as it always was
     job.attach(stream)
     job.started.emit(ran)
     for chunk in stream:
         job.progress.emit(chunk)
     ran.peak_memory_mb = peak_rss_mb()
-    return TakeOutcome(stream.result, ran)
+    return TakeOutcome(stream.result, ran, getattr(stream, "takes", []))
 
 
 def _script(worker: _Worker, job: Job, request: dict):

@@ -70,7 +70,7 @@ class LiveTake:
             self.audio.end_stream()
         if take is None:
             return None
-        take.record(outcome.result, outcome.ran, stage_lines(outcome.result.placement_report))
+        take.record(outcome.result, outcome.ran, stage_lines(outcome.result.placement_report), outcome.chunks)
         self.take_view.flush(final=True)
         self.take_view.shown = take.id   # (selecting it next does not draw it again)
         return take

@@ -522,7 +522,8 @@ class MainWindow(QMainWindow):
             self.takes.refresh(select=take)
         self.latency.show_take(take)
         self.latency.show_where(take.where, silent_cpu_stages(result.placement_report))
-        self.show_status(f"done: {t.frames} frames, stopped by {result.stop_reason}", 5000)
+        chunks = f" in {len(take.chunks)} chunks" if take.chunks else ""
+        self.show_status(f"done: {t.frames} frames{chunks}, stopped by {result.stop_reason}", 5000)
         if self._comparison is not None and self._comparison.owns(ran.tag):
             self._compare_step(take, result, ran.tag)
         self.take_finished.emit(result)

@@ -34,6 +34,7 @@ class Take:
     frame_ms: dict = field(default_factory=dict)   # stage -> ms of every frame (the take's latency chart)
     peak_memory_mb: float = 0.0                   # the process's peak resident memory during the take
     comparison: dict = field(default_factory=dict)   # a placement comparison: group, side, how B differs
+    chunks: list = field(default_factory=list)   # a long text's chunks: text, voice, language, seed, span, ...
     audio: np.ndarray | None = field(default=None, repr=False)
 
     @property
@@ -65,8 +66,13 @@ class Take:
                    sampling=asdict(request["sampling"]), placement=dict(request["placement"]),
                    threads=request["threads"], timings={}, stop_reason="", sample_rate=sample_rate)
 
-    def record(self, result, ran, where: dict) -> None:
-        """What the take ran with and what it cost (the engine's Result and Ran, not the widgets)."""
+    def record(self, result, ran, where: dict, chunks=()) -> None:
+        """What the take ran with and what it cost (the engine's Result and Ran, not the widgets);
+        `chunks`: a long text's (long_text.ChunkTake), each kept with what makes it again."""
+        self.chunks = [{"index": c.plan.index, "text": c.plan.text, "written": c.plan.written,
+                        "voice": c.plan.voice_name, "language": c.plan.language, "seed": c.plan.seed,
+                        "span": list(c.span), "stop_reason": c.result.stop_reason,
+                        "rewrites": [[r.term, r.replacement, r.source] for r in c.plan.rewrites]} for c in chunks]
         t = result.timings
         self.placement, self.threads = dict(ran.placement), ran.threads
         self.peak_memory_mb = round(ran.peak_memory_mb, 1)

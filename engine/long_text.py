@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
-from .requests import Request, Result, SamplingParams
+from .requests import Chunk, Request, Result, SamplingParams, Timings
 from .text.compose import Cast, Composition, PlannedChunk, compose
-from .text.join import JoinSettings, join, join_offsets
+from .text.join import JoinSettings, TakeAssembler, join, join_offsets
 
 if TYPE_CHECKING:
     from .synthesis import Engine
@@ -183,6 +183,100 @@ class ComposedStream:
                                   np.concatenate([r.codes for r in results]), timings, reason,
                                   results[0].placement_report)
         return self._result
+
+
+class LongStream:
+    """Iterator of Chunk over a composed take, in the take's order: the first chunk frame by frame
+    as it is made (first audio as soon as for one sentence), the others joining its batch after its
+    first audio. Each Chunk's audio is the take's next final samples (text.join.TakeAssembler), so
+    together they are the joined take exactly; frames and per-frame timings run on across chunks.
+    `cancel()` stops every chunk within a frame; `result` (a Result of the whole take) and `takes`
+    (each chunk's own) are set once it has been iterated to the end."""
+
+    def __init__(self, engine: "Engine", composition: Composition, sampling: SamplingParams | None = None,
+                 join_settings: JoinSettings | None = None, max_batch: int = 4):
+        self._engine, self.composition = engine, composition
+        self._join = join_settings or JoinSettings()
+        self._assembler = TakeAssembler(engine.info.sample_rate, self._join)
+        sampling = sampling or SamplingParams.from_model(engine.info)
+        self._requests = [chunk_request(p, sampling) for p in composition.chunks]
+        self._batcher = engine.batcher(max(1, max_batch))
+        self._start = time.perf_counter()
+        self._streams = [engine.submit(self._requests[0], self._batcher)]
+        self._cancelled = False
+        self._fed: list = []   # the pieces the assembler has had, in order (the result is their join)
+        self.result: Result | None = None
+        self.takes: list[ChunkTake] = []
+        self._iterator = self._run()
+
+    def __iter__(self) -> "LongStream":
+        return self
+
+    def __next__(self) -> Chunk:
+        return next(self._iterator)
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        for s in self._streams:
+            s.cancel()
+
+    def _run(self) -> Iterator[Chunk]:
+        timings = Timings(frame_seconds=1 / self._engine.info.frame_rate)
+        frames_before, chunk_index = 0, 0
+        try:
+            for piece in self.composition.pieces:
+                if not isinstance(piece, PlannedChunk):
+                    self._assembler.pause(piece)
+                    self._fed.append(piece)
+                    continue
+                stream = self._streams[chunk_index]
+                for part in stream:
+                    if chunk_index == 0 and len(self._streams) == 1 and not self._cancelled:
+                        self._streams += [self._engine.submit(r, self._batcher) for r in self._requests[1:]]
+                    audio = self._assembler.audio(part.audio)
+                    t = part.timings
+                    running = replace(timings, talker_ms=timings.talker_ms + t.talker_ms,
+                                      code_predictor_ms=timings.code_predictor_ms + t.code_predictor_ms,
+                                      decoder_ms=timings.decoder_ms + t.decoder_ms, frames=frames_before + t.frames,
+                                      prefill_ms=timings.prefill_ms + t.prefill_ms)
+                    if not timings.ttfa_ms and len(audio):
+                        timings.ttfa_ms = 1000 * (time.perf_counter() - self._start)
+                    running.ttfa_ms, running.total_ms = timings.ttfa_ms, 1000 * (time.perf_counter() - self._start)
+                    yield Chunk(audio, frames_before + part.first_frame, part.frames, running)
+                result = stream.wait()
+                self.takes.append(ChunkTake(piece, result))
+                self._fed.append(result.audio)
+                t = result.timings
+                timings.talker_ms += t.talker_ms
+                timings.code_predictor_ms += t.code_predictor_ms
+                timings.decoder_ms += t.decoder_ms
+                timings.prefill_ms += t.prefill_ms
+                frames_before += t.frames
+                timings.frames = frames_before
+                tail = self._assembler.end_chunk()
+                if len(tail):
+                    yield Chunk(tail, frames_before, 0, replace(timings))
+                chunk_index += 1
+                if result.stop_reason == "cancelled":
+                    break
+            rest = self._assembler.finish()
+            timings.total_ms = 1000 * (time.perf_counter() - self._start)
+            if len(rest):
+                yield Chunk(rest, frames_before, 0, replace(timings))
+            self._finish(timings)
+        finally:
+            if self.result is None:   # a failure, or a consumer that stopped iterating: nothing left running
+                self.cancel()
+
+    def _finish(self, timings: Timings) -> None:
+        pieces = self._fed
+        spans = join_offsets(pieces, self._engine.info.sample_rate, self._join)
+        self.takes = [replace(t, span=s) for t, s in zip(self.takes, spans)]
+        reasons = {t.result.stop_reason for t in self.takes}
+        reason = "cancelled" if self._cancelled else next((x for x in ("limit",) if x in reasons), "eos")
+        codes = np.concatenate([t.result.codes for t in self.takes]) if self.takes else np.zeros((0, 16), np.int32)
+        self.result = Result(join(pieces, self._engine.info.sample_rate, self._join), self._engine.info.sample_rate,
+                             codes, timings, reason, self.takes[0].result.placement_report if self.takes else [])
 
 
 def redo_chunk(engine: "Engine", result: LongResult, index: int, seed: int,

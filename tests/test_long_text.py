@@ -167,3 +167,24 @@ def test_engine_speak_is_compose_then_speak(demo):
         np.testing.assert_array_equal(c.result.audio, alone(demo, c.plan, sampling).audio)
     with pytest.raises(ValueError, match="line 1, column 12: unknown voice 'nobody'.*vivian"):
         demo.speak("Hi. [voice=nobody] there.", speaker="eric")
+
+
+def test_a_long_stream_is_the_joined_take_and_can_be_cancelled(demo):
+    from kazeia.engine.long_text import LongStream
+    sampling = SamplingParams.from_model(demo.info, max_frames=6)
+    plan = plan_of(demo)
+    stream = LongStream(demo, plan, sampling, max_batch=4)
+    parts = list(stream)
+    whole = speak(demo, plan, sampling, max_batch=4)
+    np.testing.assert_array_equal(np.concatenate([p.audio for p in parts]), whole.audio)
+    np.testing.assert_array_equal(stream.result.audio, whole.audio)
+    assert stream.result.codes.shape == (4 * 6, 16) and stream.result.stop_reason == "limit"
+    assert parts[-1].timings.frames == 24 and len(parts[-1].timings.talker_ms) == 24
+    assert [t.span for t in stream.takes] == [t.span for t in whole.chunks]
+    # cancelled after the first audio: it stops, and what was streamed is the result's audio
+    stream = LongStream(demo, plan, SamplingParams.from_model(demo.info, max_frames=60), max_batch=4)
+    heard = [next(stream).audio]
+    stream.cancel()
+    heard += [p.audio for p in stream]
+    assert stream.result.stop_reason == "cancelled" and len(stream.result.codes) < 4 * 60
+    np.testing.assert_array_equal(np.concatenate(heard), stream.result.audio)

@@ -1,0 +1,42 @@
+"""A long text in the workbench: markup and paragraphs make a take of several chunks, streamed and
+played as one, kept with its chunks (text, seed, place in the audio); bad markup is a message that
+names its line and column, and the window stays ready."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+from workbench_support import generate, window, workdir  # noqa: E402,F401 (fixtures)
+
+LONG = "The first sentence is here.\n\nA second paragraph. [pause:300ms] And its last word."
+
+
+def test_a_long_text_is_one_take_of_several_chunks(qtbot, window):
+    result = generate(qtbot, window, frames=4, seed=3, text=LONG)
+    take = window.store.takes[-1]
+    assert [c["written"] for c in take.chunks] == ["The first sentence is here.", "A second paragraph.",
+                                                   "And its last word."]
+    assert take.chunks[0]["seed"] == 3 and len({c["seed"] for c in take.chunks}) == 3
+    # three chunks of 4 frames, a paragraph's 600 ms and the marked 300 ms between them
+    assert len(result.audio) == 3 * 4 * 1920 + int(0.6 * 24000) + int(0.3 * 24000)
+    assert take.timings["frames"] == 12 and len(take.frame_ms["talker"]) == 12
+    spans = [c["span"] for c in take.chunks]
+    assert spans[0][0] == 0 and spans[-1][1] == len(result.audio)
+    # the chunks survive a restart of the store (the take index keeps them)
+    from kazeia.app.takes import TakeStore
+    again = TakeStore(window.store.folder.parent)
+    assert [c["text"] for c in again.takes[-1].chunks] == [c["text"] for c in take.chunks]
+
+
+def test_bad_markup_is_a_message_with_its_position(qtbot, window):
+    errors = []
+    window.error_shown.connect(errors.append)
+    window.text.setPlainText("Fine.\nThen [pause:forever] here.")
+    window.sampling.max_frames.setValue(3)
+    assert window.generate()
+    qtbot.waitUntil(lambda: bool(errors), timeout=30_000)
+    assert "line 2, column 6" in errors[0] and "duration" in errors[0]
+    qtbot.waitUntil(lambda: window.generate_button.isEnabled(), timeout=10_000)
+    result = generate(qtbot, window, frames=3, text="Now it is fine.")   # the window is ready again
+    assert len(result.audio) == 3 * 1920 and np.isfinite(result.audio).all()
