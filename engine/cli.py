@@ -115,6 +115,8 @@ def _cmd_render(args) -> int:
                             resume=args.resume, seed=args.seed, skip_invalid=args.skip_invalid,
                             defaults={"speaker": args.speaker, "language": args.language, "instruct": args.instruct,
                                       "voice": str(Path(args.voice).resolve()) if args.voice else None})
+    if args.lexicon:
+        options.lexicon, options.lexicon_digest = load_lexicons(args.lexicon)
     plan = plan_render(args.script, engine, options)
     for n, ident, why in plan.invalid:
         print(f"skipped line {n}{f' ({ident})' if ident else ''}: {why}", file=sys.stderr)
@@ -212,18 +214,27 @@ def _compose_for_say(engine, text: str, args, voice):
     """The text as chunks and pauses (text/compose.py) with the command's voice, cast and lexicon."""
     from .cast import load_cast, model_cast
     from .text.compose import Cast, Pauses, compose
-    from .text.lexicon import Lexicon
     from .text.sentences import Budget
     cast = load_cast(args.cast, engine.model) if args.cast else model_cast(engine.model)
-    lexicon = None
-    for path in args.lexicon or []:
-        loaded = Lexicon.load(path)
-        lexicon = loaded if lexicon is None else lexicon.merge(loaded)
+    lexicon = load_lexicons(args.lexicon)[0] if args.lexicon else None
     return compose(text, default=Cast(speaker=args.speaker, instruct=args.instruct, voice=voice),
                    language=args.language, cast=cast, languages=engine.info.languages, lexicon=lexicon,
                    budget=Budget(args.max_chars, args.max_tokens),
                    pauses=Pauses(args.pause_sentence, args.pause_paragraph), seed=args.seed,
                    count_tokens=engine.count_text_tokens)
+
+
+def load_lexicons(paths: list[str]):
+    """The rules of every --lexicon file, later files winning, and a digest of what the files held."""
+    import hashlib
+
+    from .text.lexicon import Lexicon
+    lexicon, digest = None, hashlib.sha256()
+    for path in paths:
+        loaded = Lexicon.load(path)
+        lexicon = loaded if lexicon is None else lexicon.merge(loaded)
+        digest.update(Path(path).read_bytes())
+    return lexicon, digest.hexdigest()[:16]
 
 
 def _say_long(engine, composition, sampling, args) -> int:
@@ -404,6 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--instruct", default=None, help="instruction of lines without one (VoiceDesign models)")
     rn.add_argument("--voice", default=None, help="voice profile of lines without one (Base models)")
     rn.add_argument("--skip-invalid", action="store_true", help="render the valid lines; list the others")
+    rn.add_argument("--lexicon", action="append", default=None,
+                    help="pronunciation rules (.toml or .csv) for every line; repeat to add files, later ones win")
     rn.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                     help="render on a Ray cluster: no address starts a local one; ADDRESS joins one "
                          "(pip install 'kazeia[cluster]')")

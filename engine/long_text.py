@@ -108,20 +108,21 @@ def speak(engine: "Engine", composition: Composition, sampling: SamplingParams |
                       ttfa_ms=1000 * (first_audio[0] - start) if first_audio else 0.0, total_ms=1000 * (time.perf_counter() - start), warnings=warnings)
 
 
-def compose_request(engine: "Engine", request: Request) -> Composition:
+def compose_request(engine: "Engine", request: Request, lexicon=None) -> Composition:
     """A request's text as a plan, in the request's own voice and language; dialogue turns and
-    [voice=...] may name the model's speakers (a script line, a server request)."""
+    [voice=...] may name the model's speakers (a script line, a server request); `lexicon`: a
+    text.lexicon.Lexicon whose rules apply."""
     from .cast import model_cast
     seed = request.sampling.seed if request.sampling is not None else 0
     return compose(request.text, default=Cast(speaker=request.speaker, instruct=request.instruct, voice=request.voice),
                    language=request.language or "auto", cast=model_cast(engine.model),
-                   languages=engine.info.languages, seed=seed, count_tokens=engine.count_text_tokens)
+                   languages=engine.info.languages, lexicon=lexicon, seed=seed, count_tokens=engine.count_text_tokens)
 
 
-def start_request(engine: "Engine", request: Request, batcher):
+def start_request(engine: "Engine", request: Request, batcher, lexicon=None):
     """`request` running on `batcher`: as one stream when its text is one chunk with no pause (the
     audio it always had), else as a ComposedStream of its chunks."""
-    plan = compose_request(engine, request)
+    plan = compose_request(engine, request, lexicon)
     sampling = request.sampling or SamplingParams.from_model(engine.info)
     if len(plan.pieces) == 1:
         return engine.submit(replace(request, text=plan.chunks[0].text, sampling=sampling), batcher)

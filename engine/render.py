@@ -38,6 +38,8 @@ class RenderOptions:
     seed: int = 0                 # for lines without a seed of their own
     skip_invalid: bool = False    # render the valid lines, list the others as skipped
     defaults: dict = field(default_factory=dict)   # speaker, language, instruct, voice for lines without
+    lexicon: object | None = None  # text.lexicon.Lexicon: pronunciation rules for every line
+    lexicon_digest: str | None = None   # what the rules' files held (in each line's request: resume sees a change)
 
 
 @dataclass
@@ -46,6 +48,7 @@ class LineJob:
     request: dict                 # everything that decides the audio (hashed)
     hash: str
     path: Path                    # the output file
+    lexicon: object | None = None  # pronunciation rules (RenderOptions.lexicon)
 
     def engine_request(self, engine: Engine, folder: Path) -> Request:
         from .voice import load_voice
@@ -135,7 +138,7 @@ def plan_render(script: str | os.PathLike, engine: Engine, options: RenderOption
             if value is not None and getattr(line, key) is None:
                 setattr(line, key, value)
     problems += check_for_model([ln for ln in lines if not any(p[0] == ln.number for p in problems)], engine,
-                                script.parent)
+                                script.parent, options.lexicon)
     names, clashes = output_names(lines, options.name)
     problems += clashes
     if problems and not options.skip_invalid:
@@ -156,7 +159,10 @@ def plan_render(script: str | os.PathLike, engine: Engine, options: RenderOption
         request = {"text": line.text, "speaker": line.speaker, "language": line.language or "auto",
                    "instruct": line.instruct, "voice": voice, "sampling": asdict(sampling), "format": options.fmt,
                    "model": model}
-        jobs.append(LineJob(line, request, request_hash(request), Path(options.out_dir) / f"{names[line.id]}{ext}"))
+        if options.lexicon is not None:   # (only then: the hashes of renders without rules stay as they were)
+            request["lexicon"] = options.lexicon_digest
+        jobs.append(LineJob(line, request, request_hash(request), Path(options.out_dir) / f"{names[line.id]}{ext}",
+                            options.lexicon))
     plan = RenderPlan(script, options, jobs, invalid=sorted(problems))
     if options.resume:
         done = read_manifest(options.out_dir)
@@ -204,7 +210,8 @@ class LocalExecutor:
             while pending and len(active) < 2 * self.batch and not stop():   # queued ahead: no idle slot
                 job = pending.pop(0)
                 try:
-                    active.append((job, start_request(self.engine, job.engine_request(self.engine, folder), batcher)))
+                    active.append((job, start_request(self.engine, job.engine_request(self.engine, folder), batcher,
+                                                      job.lexicon)))
                 except (ValueError, OSError) as e:
                     yield job, LineOutcome(error=str(e))
             if stop():

@@ -155,8 +155,9 @@ def read_script(path: str | os.PathLike) -> tuple[list[ScriptLine], list[tuple[i
     return lines, problems
 
 
-def check_for_model(lines: list[ScriptLine], engine, folder: Path) -> list[tuple[int, str, str]]:
-    """Problems of each line with this model: speaker, language, instruct, voice, sampling, length."""
+def check_for_model(lines: list[ScriptLine], engine, folder: Path, lexicon=None) -> list[tuple[int, str, str]]:
+    """Problems of each line with this model: markup, speaker, language, instruct, voice, sampling,
+    length (of every chunk, `lexicon`'s rewrites applied)."""
     from .long_text import compose_request
     from .requests import Request, SamplingParams
     from .voice import load_voice
@@ -171,7 +172,7 @@ def check_for_model(lines: list[ScriptLine], engine, folder: Path) -> list[tuple
                 voice = load_voice(path, engine.model)
             sampling = SamplingParams.from_model(engine.info, **line.sampling)
             request = Request(line.text, line.speaker, line.language or "auto", line.instruct, voice, sampling)
-            for chunk in compose_request(engine, request).chunks:   # markup, then every chunk's request
+            for chunk in compose_request(engine, request, lexicon).chunks:   # markup, then every chunk's request
                 engine.prepare(chunk.text, chunk.cast.speaker, chunk.language, chunk.cast.instruct, chunk.cast.voice,
                                sampling, None)
         except (ValueError, TypeError) as e:

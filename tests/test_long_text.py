@@ -188,3 +188,28 @@ def test_a_long_stream_is_the_joined_take_and_can_be_cancelled(demo):
     heard += [p.audio for p in stream]
     assert stream.result.stop_reason == "cancelled" and len(stream.result.codes) < 4 * 60
     np.testing.assert_array_equal(np.concatenate(heard), stream.result.audio)
+
+
+def test_render_applies_a_lexicon_and_resume_sees_it_change(tmp_path, demo):
+    import pickle
+
+    from kazeia.engine.text.lexicon import Lexicon
+    (tmp_path / "lines.txt").write_text("Kazeia speaks.\nNothing to change here.\n", encoding="utf-8")
+    rules = tmp_path / "rules.csv"
+    rules.write_text("term,say\nKazeia,ka-ZAY-ah\n", encoding="utf-8")
+    assert pickle.loads(pickle.dumps(Lexicon.load(rules))).apply("Kazeia", None, None)[0] == "ka-ZAY-ah"   # (Ray)
+    env = {"KAZEIA_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["render", tmp_path / "lines.txt", "--model", "demo", "-o", tmp_path / "out", "--speaker", "ryan",
+            "--lexicon", rules, "--threads", "2", "--resume"]
+    r = kazeia(*args, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    first, _ = soundfile.read(tmp_path / "out" / "0001.wav", dtype="float32")
+    frames = len(first) // 1920
+    said = demo.synthesize("ka-ZAY-ah speaks.", speaker="ryan",
+                           sampling=SamplingParams.from_model(demo.info, max_frames=frames))
+    np.testing.assert_array_equal(first, said.audio)
+    r = kazeia(*args, env=env)   # unchanged: both kept
+    assert "2 kept" in r.stdout, r.stdout
+    rules.write_text("term,say\nKazeia,kah-zeh-yah\n", encoding="utf-8")
+    r = kazeia(*args, env=env)   # the rules changed: both lines again (the rules are part of every request)
+    assert "2 rendered" in r.stdout, r.stdout
