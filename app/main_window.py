@@ -39,6 +39,7 @@ from .live_take import LiveTake
 from .playback import Playback
 from .plots import TakeView
 from .takes import Take, TakeStore
+from .text_markup import TextPlanLabel
 from .voices import AUDIO_SUFFIXES, VoiceLibrary
 from .workspace import Workspace
 
@@ -131,6 +132,8 @@ class MainWindow(QMainWindow):
         self.text = QPlainTextEdit("Hello from Kazeia, the local speech workbench.")
         self.text.setMinimumHeight(80)
         lv.addWidget(self.text, 1)
+        self.text_plan = TextPlanLabel(self.text)   # markup shown, errors where they are, chunks to come
+        lv.addWidget(self.text_plan)
         self.sampling = SamplingPanel(self.settings)
         lv.addWidget(self.sampling)
         self.compose = QScrollArea()   # everything reachable on a 768-pixel-high screen
@@ -269,6 +272,7 @@ class MainWindow(QMainWindow):
         self.banner.setStyleSheet(f"#banner {{ background: {colors.error_background}; "
                                   f"border: 1px solid {colors.error}; }}")
         self.banner_text.setStyleSheet(f"color: {colors.error};")
+        self.text_plan.apply_colors(colors)
         self.latency.apply_colors(colors)
         self.take_view.apply_colors(colors)
         if self.touch:   # a style sheet keeps the palette its widgets were polished with: polish them again
@@ -376,6 +380,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("model/last", str(info.path))
         for panel in self.panels:
             panel.set_model(info)
+        self.text_plan.set_model([sp.name for sp in info.speakers], info.languages)
         if info.variant == "base":
             self.sampling.streaming_text.setChecked(True)
         self.generate_button.setEnabled(True)

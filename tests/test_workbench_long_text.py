@@ -40,3 +40,19 @@ def test_bad_markup_is_a_message_with_its_position(qtbot, window):
     qtbot.waitUntil(lambda: window.generate_button.isEnabled(), timeout=10_000)
     result = generate(qtbot, window, frames=3, text="Now it is fine.")   # the window is ready again
     assert len(result.audio) == 3 * 1920 and np.isfinite(result.audio).all()
+
+
+def test_the_text_box_shows_markup_and_its_first_error(qtbot, window):
+    plan = window.text_plan
+    window.text.setPlainText("vivian: Hello there. [pause:300ms] Fine.\n\nA new paragraph.")
+    assert plan.check() == "about 3 chunks, 2 pauses, voices: vivian"
+    window.text.setPlainText("Fine.\nThen [pause:forever] here.")
+    line = plan.check()
+    assert line.startswith("line 2, column 6:") and "duration" in line
+    assert plan.highlighter.error_at == (2, 6) and plan.property("error")
+    window.text.setPlainText("Just one sentence.")   # one plain chunk: nothing to say
+    assert plan.check() == "" and plan.highlighter.error_at is None
+    # the check also runs by itself a moment after typing stops
+    with qtbot.waitSignal(plan.checked, timeout=3000) as signal:
+        window.text.setPlainText("Bad [tag] here.")
+    assert signal.args[0].startswith("line 1, column 5: unknown tag")

@@ -3,10 +3,18 @@ the two overlap in an equal-power crossfade (gains sin and cos: their squares su
 power of uncorrelated audio holds through the join); around a pause each chunk fades out or in over
 the same length before the silence, so nothing steps from speech to digital zero in one sample (a
 click). Optionally each chunk's leading and trailing silence is trimmed first, by energy, keeping a
-margin around the speech so soft onsets and decays are never cut."""
+margin around the speech so soft onsets and decays are never cut.
+
+Pieces are a chunk's audio (mono, any float dtype; joined as float32) or a pause in milliseconds.
+Consecutive pauses add up; a pause of 0 ms still counts as a pause (the chunks fade out and in rather
+than crossfade). An empty chunk (or one trimmed to nothing) holds its place and joins nothing: the
+chunks on either side join as if it were not there. `join_offsets` gives each chunk's [start, end)
+in the take, so a workbench can show where each chunk lies."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from numbers import Real
 from typing import Sequence
 
 import numpy as np
@@ -17,11 +25,14 @@ Piece = np.ndarray | float | int   # a chunk's audio, or milliseconds of pause
 @dataclass(frozen=True)
 class JoinSettings:
     crossfade_ms: float = 5.0          # overlap (or fade) at every join
-    trim_silence: bool = False
-    trim_threshold_db: float = -45.0   # a 10 ms frame is silence below this, relative to the loudest frame
-    trim_keep_ms: float = 40.0         # kept on each side of the speech
+    trim_silence: bool = False         # trim each chunk's leading and trailing silence before joining
+    # A 10 ms frame is silence when its mean power is this far below the mean power of the chunk's
+    # loudest frame. Relative, not dBFS: a quietly rendered chunk trims like a loud one.
+    trim_threshold_db: float = -45.0
+    trim_keep_ms: float = 40.0         # kept on each side of the speech, so soft onsets and decays stay
 
     def validate(self) -> None:
+        """ValueError naming the field, for a value no join could use (NaN fails every range)."""
         if not 0 <= self.crossfade_ms <= 1000:
             raise ValueError(f"crossfade_ms must be from 0 to 1000, got {self.crossfade_ms!r}")
         if not -120 <= self.trim_threshold_db < 0:
@@ -31,18 +42,41 @@ class JoinSettings:
             raise ValueError(f"trim_keep_ms must be from 0 to 10000, got {self.trim_keep_ms!r}")
 
 
-def speech_bounds(audio: np.ndarray, sample_rate: int, threshold_db: float, frame_ms: float = 10.0) -> tuple[int, int]:
-    """[start, end) from the first to the last frame louder than `threshold_db` below the loudest
-    frame; (0, 0) for silence or nothing."""
+def _check_rate(sample_rate: int) -> None:
+    if not (isinstance(sample_rate, Real) and sample_rate > 0 and math.isfinite(sample_rate)):
+        raise ValueError(f"sample_rate must be a positive number, got {sample_rate!r}")
+
+
+def _mono(audio, name: str) -> np.ndarray:
+    """`audio` as a 1-D float32 array (a copy only if it must convert). (n, 1) and (1, n) are mono
+    too; more channels are refused rather than interleaved into one."""
     audio = np.asarray(audio, np.float32)
+    if audio.ndim > 1 and max(audio.shape) != audio.size:
+        raise ValueError(f"{name} must be mono audio, got shape {audio.shape}")
+    return audio.reshape(-1)
+
+
+def speech_bounds(audio: np.ndarray, sample_rate: int, threshold_db: float, frame_ms: float = 10.0) -> tuple[int, int]:
+    """[start, end) sample indices from the first to the last `frame_ms` frame whose mean power is
+    above `threshold_db` (< 0) relative to the loudest frame of this audio; (0, 0) for all-silent or
+    empty audio. A short last frame is measured over its own samples, not padded with zeros, and is
+    not the reference."""
+    _check_rate(sample_rate)
+    if not -math.inf < threshold_db < 0:
+        raise ValueError(f"threshold_db must be below 0 dB (relative to the loudest frame), got {threshold_db!r}")
+    if not 0 < frame_ms < math.inf:
+        raise ValueError(f"frame_ms must be positive, got {frame_ms!r}")
+    audio = _mono(audio, "audio")
     frame = max(1, int(round(sample_rate * frame_ms / 1000)))
-    n = -(-len(audio) // frame)
-    if n == 0:
+    if len(audio) == 0:
         return 0, 0
-    padded = np.zeros(n * frame, np.float64)
-    padded[:len(audio)] = audio
-    energy = np.mean(padded.reshape(n, frame) ** 2, axis=1)
-    loudest = energy.max()
+    firsts = np.arange(0, len(audio), frame)
+    power = audio.astype(np.float64) ** 2
+    energy = np.add.reduceat(power, firsts) / np.diff(np.append(firsts, len(audio)))
+    # the reference is the loudest whole frame: a few samples left over at the end could be one peak,
+    # far above any frame's mean, and would lift the threshold over quiet speech
+    whole = len(audio) // frame
+    loudest = energy[:whole].max() if whole else energy.max()
     if loudest <= 0:
         return 0, 0
     loud = np.flatnonzero(energy > loudest * 10 ** (threshold_db / 10))
@@ -50,12 +84,16 @@ def speech_bounds(audio: np.ndarray, sample_rate: int, threshold_db: float, fram
 
 
 def trim(audio: np.ndarray, sample_rate: int, settings: JoinSettings) -> np.ndarray:
-    """`audio` less its leading and trailing silence, `trim_keep_ms` kept around the speech."""
+    """`audio` less its leading and trailing silence: `trim_keep_ms` is kept on each side of
+    `speech_bounds` (clamped to the array), so no sample of the speech span is ever cut. A new
+    float32 array (never a view of `audio`); all-silent audio gives an empty one."""
+    settings.validate()
+    audio = _mono(audio, "audio")
     start, end = speech_bounds(audio, sample_rate, settings.trim_threshold_db)
     if end <= start:
         return np.zeros(0, np.float32)
     keep = int(round(sample_rate * settings.trim_keep_ms / 1000))
-    return np.asarray(audio[max(0, start - keep):min(len(audio), end + keep)], np.float32)
+    return audio[max(0, start - keep):min(len(audio), end + keep)].copy()
 
 
 def _ramp(n: int) -> np.ndarray:
@@ -67,18 +105,19 @@ def _layout(pieces: Sequence[Piece], sample_rate: int, settings: JoinSettings):
     """The chunks (trimmed if asked) and, per chunk: its start in the take, and whether a pause (or
     the take's edge) comes before and after it; and the take's length."""
     settings.validate()
+    _check_rate(sample_rate)
     fade = int(round(sample_rate * settings.crossfade_ms / 1000))
     chunks, starts, pause_before, pause_after = [], [], [], []
     position, pending_pause, previous = 0, None, None   # previous: the index of the last chunk with audio
-    for piece in pieces:
+    for index, piece in enumerate(pieces):
         if isinstance(piece, np.ndarray):
-            audio = np.asarray(piece, np.float32).reshape(-1)
+            audio = _mono(piece, f"pieces[{index}]")
             if settings.trim_silence:
                 audio = trim(audio, sample_rate, settings)
             chunks.append(audio)
             pause_after.append(True)
             if not len(audio):   # (all silence, trimmed away): holds its place, joins nothing
-                starts.append(position)
+                starts.append(position + int(round(sample_rate * (pending_pause or 0.0) / 1000)))
                 pause_before.append(True)
                 continue
             if previous is not None and pending_pause is None:   # straight after a chunk: overlap
@@ -92,9 +131,11 @@ def _layout(pieces: Sequence[Piece], sample_rate: int, settings: JoinSettings):
             position += len(audio)
             previous, pending_pause = len(chunks) - 1, None
         else:
+            if isinstance(piece, bool) or not isinstance(piece, Real):   # (True is an int, not a pause)
+                raise ValueError(f"pieces[{index}] must be audio (an ndarray) or a pause in ms, got {piece!r}")
             ms = float(piece)
             if not 0 <= ms <= 600_000:
-                raise ValueError(f"a pause must be from 0 to 600000 ms, got {ms!r}")
+                raise ValueError(f"pieces[{index}]: a pause must be from 0 to 600000 ms, got {piece!r}")
             pending_pause = (pending_pause or 0.0) + ms
     if pending_pause:
         position += int(round(sample_rate * pending_pause / 1000))
@@ -102,7 +143,10 @@ def _layout(pieces: Sequence[Piece], sample_rate: int, settings: JoinSettings):
 
 
 def join(pieces: Sequence[Piece], sample_rate: int, settings: JoinSettings = JoinSettings()) -> np.ndarray:
-    """One take (float32) from chunks and pauses, in order; inputs are not changed."""
+    """One take (float32) from chunks and pauses, in order; inputs are not changed. Its length is
+    the chunks' lengths (after any trim) less each crossfade's overlap, min(crossfade, len(a),
+    len(b)), plus the pauses' samples (each run of pauses rounded once). The take's own first and
+    last samples are not faded (nothing is there to click against) unless a pause leads or trails."""
     chunks, starts, before, after, length, fade = _layout(pieces, sample_rate, settings)
     out = np.zeros(length, np.float32)
     with_audio = [i for i, a in enumerate(chunks) if len(a)]
@@ -123,8 +167,10 @@ def join(pieces: Sequence[Piece], sample_rate: int, settings: JoinSettings = Joi
 
 def join_offsets(pieces: Sequence[Piece], sample_rate: int,
                  settings: JoinSettings = JoinSettings()) -> list[tuple[int, int]]:
-    """[start, end) of each chunk in the take `join` makes of the same pieces (the workbench shows
-    chunk boundaries from these)."""
+    """[start, end) of each chunk (each ndarray piece, in order; pauses have none) in the take `join`
+    makes of the same pieces (the workbench shows chunk boundaries from these). Crossfaded chunks'
+    spans overlap by the crossfade; an empty chunk gets an empty span where it would have started
+    (after the chunk before it and any pause between, without an overlap)."""
     chunks, starts, *_ = _layout(pieces, sample_rate, settings)
     return [(s, s + len(a)) for a, s in zip(chunks, starts)]
 
@@ -139,6 +185,7 @@ class TakeAssembler:
 
     def __init__(self, sample_rate: int, settings: JoinSettings = JoinSettings()):
         settings.validate()
+        _check_rate(sample_rate)
         self.sample_rate, self.settings = sample_rate, settings
         self.fade = int(round(sample_rate * settings.crossfade_ms / 1000))
         self._stage = np.zeros(0, np.float32)   # the take from `_emitted` on: contributions so far
@@ -153,7 +200,7 @@ class TakeAssembler:
     def pause(self, ms: float) -> np.ndarray:
         if self._chunk is not None:
             raise ValueError("a pause inside a chunk: end the chunk first")
-        if not 0 <= float(ms) <= 600_000:
+        if isinstance(ms, bool) or not isinstance(ms, Real) or not 0 <= float(ms) <= 600_000:
             raise ValueError(f"a pause must be from 0 to 600000 ms, got {ms!r}")
         self._pause = (self._pause or 0.0) + float(ms)
         return np.zeros(0, np.float32)
@@ -162,7 +209,7 @@ class TakeAssembler:
         """More of the chunk in progress (the first call begins it)."""
         if self._chunk is None:
             self._chunk, self._head, self._placed = [], -1, 0
-        self._chunk.append(np.asarray(samples, np.float32).reshape(-1))
+        self._chunk.append(_mono(samples, "samples"))
         if self.settings.trim_silence:
             return np.zeros(0, np.float32)
         return self._advance(final=False)
