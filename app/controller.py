@@ -138,8 +138,11 @@ def _take(worker: _Worker, job: Job, request: dict) -> TakeOutcome:
     text = request.pop("text")
     reset_peak_rss()
     # a text of more than one chunk, or with pauses, is a long take (markup errors name line and column)
+    chunk_seeds = request.pop("chunk_seeds", None) or {}
     plan = compose_request(engine, Request(text, request.get("speaker"), request.get("language"),
                                            request.get("instruct"), request.get("voice"), request.get("sampling")))
+    for index, seed in chunk_seeds.items():   # one chunk made again: the others keep their seeds (and audio)
+        plan = plan.reseeded(int(index), int(seed))
     if len(plan.pieces) > 1:
         stream = LongStream(engine, plan, request.get("sampling"))
     else:
@@ -229,7 +232,7 @@ class EngineController(QObject):
 
     def generate(self, request: dict) -> Job | None:
         """request: text, speaker, language, instruct, voice_profile (a path), streaming_text,
-        sampling, placement, threads, tag. None when no model is loaded, a take is already running
+        sampling, placement, threads, tag; chunk_seeds {chunk index: seed} for a long text. None when no model is loaded, a take is already running
         or a script is rendering."""
         if not self._idle():
             return None

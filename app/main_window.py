@@ -195,6 +195,7 @@ class MainWindow(QMainWindow):
         t.play_requested.connect(self.playback.play_take)
         t.ab_requested.connect(self.start_ab)
         t.restore_requested.connect(self.restore_take)
+        t.redo_chunk_requested.connect(self.redo_chunk)
         t.removing.connect(lambda take: self.playback.playing is take and self.playback.stop())
         t.status.connect(lambda message: self.show_status(message, 5000))
         t.error.connect(self.show_error)
@@ -621,6 +622,24 @@ class MainWindow(QMainWindow):
         self.sampling.restore_params(take.sampling)
         self.backend.set_placement(take.placement)
         self.show_status(f"settings restored from {take.label}", 4000)
+
+    def redo_chunk(self, take: Take, index: int, seed: int | None = None):
+        """A long take again with chunk `index` given a new seed: its settings go back into the
+        panels and the take is made again; every other chunk comes out exactly as it was (a chunk's
+        audio depends on its own seed only), so the two takes A/B on that chunk alone."""
+        import random
+        if not take.chunks or not 0 <= index < len(take.chunks):
+            self.show_error(f"{take.label} has no chunk {index + 1}")
+            return None
+        self.restore_take(take)
+        seeds = {int(k): v for k, v in take.request.get("chunk_seeds", {}).items()}
+        seeds[index] = random.randrange(2 ** 31) if seed is None else seed
+        try:
+            job = self.job()
+        except ValueError as e:
+            self.show_error(str(e))
+            return None
+        return self.generate({**job, "chunk_seeds": seeds})
 
     # ---- voice library -----------------------------------------------------------------------
     def add_voice(self, audio_path: str, name: str | None = None, transcript: str | None = None) -> str | None:

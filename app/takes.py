@@ -61,6 +61,8 @@ class Take:
         """A take about to run: what was asked (a window's request: text, voice, sampling, placement,
         threads; voice_profile_name is the profile's name, not its path)."""
         recorded = {k: request.get(k) for k in ("speaker", "language", "instruct", "streaming_text")}
+        if request.get("chunk_seeds"):
+            recorded["chunk_seeds"] = {str(k): v for k, v in request["chunk_seeds"].items()}
         recorded["voice_profile"] = request.get("voice_profile_name")
         return cls(id=TakeStore.new_id(), created=time.time(), text=request["text"], model=model, request=recorded,
                    sampling=asdict(request["sampling"]), placement=dict(request["placement"]),

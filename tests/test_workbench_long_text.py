@@ -56,3 +56,26 @@ def test_the_text_box_shows_markup_and_its_first_error(qtbot, window):
     with qtbot.waitSignal(plan.checked, timeout=3000) as signal:
         window.text.setPlainText("Bad [tag] here.")
     assert signal.args[0].startswith("line 1, column 5: unknown tag")
+
+
+def test_one_chunk_made_again_changes_that_chunk_only(qtbot, window):
+    from workbench_support import Outcome
+    first = generate(qtbot, window, frames=4, seed=5, text=LONG)
+    old = window.store.takes[-1]
+    outcome = {}
+    done = Outcome(outcome)
+    window.take_finished.connect(done.finished)
+    window.error_shown.connect(done.failed)
+    assert window.redo_chunk(old, 1, seed=4242)
+    qtbot.waitUntil(lambda: bool(outcome), timeout=60_000)
+    assert "result" in outcome, outcome
+    new = window.store.takes[-1]
+    assert new is not old and new.request["chunk_seeds"] == {"1": 4242}
+    assert [c["seed"] for c in new.chunks] == [old.chunks[0]["seed"], 4242, old.chunks[2]["seed"]]
+    a, b = first.audio, outcome["result"].audio
+    assert len(a) == len(b)
+    (s0, e0), (s1, e1), (s2, e2) = (c["span"] for c in old.chunks)
+    np.testing.assert_array_equal(a[:e0], b[:e0])          # the first chunk: as it was
+    np.testing.assert_array_equal(a[s2:], b[s2:])          # chunk 3: as it was
+    assert not np.array_equal(a[s1:e1], b[s1:e1])          # chunk 2: new
+    assert "chunk 2 (" in __import__("kazeia.app.panels.takes", fromlist=["take_details"]).take_details(new)

@@ -53,6 +53,13 @@ def take_details(take) -> str:
              f"model: {Path(take.model).name}"]
     if take.peak_memory_mb:
         lines.append(f"peak memory during the take: {take.peak_memory_mb:.0f} MB")
+    for c in take.chunks[:20]:
+        start, end = (x / take.sample_rate for x in c["span"])
+        rewrites = f"; said {', '.join(f'{a} as {b}' for a, b, _ in c['rewrites'])}" if c.get("rewrites") else ""
+        lines.append(f"chunk {c['index'] + 1} ({start:.2f}-{end:.2f} s, {c['voice'] or 'voice above'}, seed "
+                     f"{c['seed']}{', LIMIT' if c['stop_reason'] == 'limit' else ''}): {c['written'][:80]}{rewrites}")
+    if len(take.chunks) > 20:
+        lines.append(f"... and {len(take.chunks) - 20} more chunks")
     return "<br>".join(lines)
 
 
@@ -146,6 +153,7 @@ class TakesPanel(Panel):
     play_requested = Signal(object)      # a Take
     ab_requested = Signal()
     restore_requested = Signal(object)   # a Take whose settings go back into the panels
+    redo_chunk_requested = Signal(object, int)   # a long take and the chunk (0-based) to make again
     removing = Signal(object)            # a Take about to be deleted (its playback stops)
     status = Signal(str)
     error = Signal(str)
@@ -345,11 +353,20 @@ class TakesPanel(Panel):
         ab = menu.addAction("A/B the two selected", self.ab_requested.emit)
         ab.setEnabled(len(self.selected()) == 2)
         menu.addAction("Restore settings", lambda: self.restore_requested.emit(take))
+        redo = menu.addAction("Make a chunk again (new seed)...", lambda: self.ask_redo_chunk(take))
+        redo.setEnabled(bool(take.chunks))
         menu.addAction("Rename...", self.rename_current)
         menu.addAction("Export...", lambda: self.export_selected())
         menu.addAction("Delete...", self.delete_selected)
         menu.popup(where)
         return menu
+
+    def ask_redo_chunk(self, take) -> None:
+        """Which chunk of a long take to make again (1-based for the operator)."""
+        lines = "\n".join(f"{c['index'] + 1}: {c['written'][:60]}" for c in take.chunks[:12])
+        number, ok = QInputDialog.getInt(self, "Make a chunk again", f"{lines}\n\nchunk:", 1, 1, len(take.chunks))
+        if ok:
+            self.redo_chunk_requested.emit(take, number - 1)
 
     def show_details(self, take) -> None:
         self.details.setText(take_details(take) if take is not None else "")
