@@ -32,6 +32,7 @@ COMMANDS = (
     Command("delete", "&Takes", "Delete selected takes...", ("Del",), "delete the selected takes"),
     Command("new_voice", "&Voices", "New voice from audio..."),
     Command("show_voices", "&Voices", "Show the voice library"),
+    Command("pronunciation", "&Voices", "Pronunciation rules...", help="how words are said: term -> respelling"),
     Command("shortcuts", "&Help", "Shortcuts", ("F1",), "this list"),
     Command("modes", "&Help", "What the placement modes mean"),
     Command("messages", "&Help", "Messages"),

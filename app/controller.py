@@ -140,10 +140,11 @@ def _take(worker: _Worker, job: Job, request: dict) -> TakeOutcome:
     # a text of more than one chunk, or with pauses, is a long take (markup errors name line and column)
     chunk_seeds = request.pop("chunk_seeds", None) or {}
     plan = compose_request(engine, Request(text, request.get("speaker"), request.get("language"),
-                                           request.get("instruct"), request.get("voice"), request.get("sampling")))
+                                           request.get("instruct"), request.get("voice"), request.get("sampling")),
+                           request.pop("lexicon", None))
     for index, seed in chunk_seeds.items():   # one chunk made again: the others keep their seeds (and audio)
         plan = plan.reseeded(int(index), int(seed))
-    if len(plan.pieces) > 1:
+    if len(plan.pieces) > 1 or plan.chunks[0].rewrites:   # (a rewritten one: its chunk keeps the rewrites)
         stream = LongStream(engine, plan, request.get("sampling"))
     else:
         stream = engine.stream(text, **request)   # one prompt, exactly as it always was
@@ -232,7 +233,8 @@ class EngineController(QObject):
 
     def generate(self, request: dict) -> Job | None:
         """request: text, speaker, language, instruct, voice_profile (a path), streaming_text,
-        sampling, placement, threads, tag; chunk_seeds {chunk index: seed} for a long text. None when no model is loaded, a take is already running
+        sampling, placement, threads, tag; chunk_seeds {chunk index: seed} for a long text; lexicon
+        (text.lexicon.Lexicon) the pronunciation rules. None when no model is loaded, a take is already running
         or a script is rendering."""
         if not self._idle():
             return None

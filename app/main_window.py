@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QIcon, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMenu,
+from PySide6.QtWidgets import (QDialog, QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMenu,
                                QMessageBox, QPlainTextEdit, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
 from kazeia.engine.gguf_file import FILE_TYPES
@@ -28,6 +28,7 @@ from .comparison import PlacementComparison, difference_text
 from .controller import EngineController
 from .panels.backend import BackendPanel, modes_help
 from .panels.compare import ComparePanel
+from .panels.lexicon import LexiconPanel
 from .panels.latency import LatencyPanel
 from .panels.sampling import SamplingPanel
 from .panels.script import ScriptPanel
@@ -158,12 +159,18 @@ class MainWindow(QMainWindow):
         self.compare = ComparePanel(self.settings)
         self.library = VoiceLibraryPanel(self.settings, self.voices)
         self.script = ScriptPanel(self.settings)
+        self.pronunciation = LexiconPanel(self.settings, self.store.folder.parent / "pronunciation.csv")
         self.workspace = Workspace(self.compose, live, [("Takes", self.takes), ("Compare placements", self.compare),
                                                         ("Voices", self.library), ("Script", self.script)])
+        # (a dialog, not a page: used now and then, and a fifth tab does not fit a 1280-wide touch screen)
+        self.pronunciation_dialog = QDialog(self)
+        self.pronunciation_dialog.setWindowTitle("Pronunciation rules")
+        QVBoxLayout(self.pronunciation_dialog).addWidget(self.pronunciation)
+        self.pronunciation_dialog.resize(640, 420)
         self.outer.addWidget(self.workspace, 1)
         # the panels, listed once: settings restored at start and saved on close, the model given to each
         self.panels = (self.backend, self.voice, self.sampling, self.latency, self.takes, self.compare, self.library,
-                       self.script)
+                       self.script, self.pronunciation)
 
         self.no_output = QLabel("")
         self.statusBar().addPermanentWidget(self.no_output)
@@ -224,6 +231,7 @@ class MainWindow(QMainWindow):
                 "rename": self.takes.rename_current, "delete": self.takes.delete_selected,
                 "new_voice": self.library.new_from_audio,
                 "show_voices": lambda: self.workspace.show_page(self.library), "shortcuts": self.show_shortcuts,
+                "pronunciation": self.pronunciation_dialog.show,
                 "modes": self.show_modes_help, "messages": self.show_messages}
 
     def _menus(self) -> None:
@@ -416,7 +424,7 @@ class MainWindow(QMainWindow):
                 "voice_profile": str(self.voices.path(profile)) if profile else None,
                 "voice_profile_name": profile, "streaming_text": self.sampling.streaming_text.isChecked(),
                 "sampling": self.sampling.params(self.info), "placement": self.backend.current_placement(),
-                "threads": self.backend.threads.value()}
+                "threads": self.backend.threads.value(), "lexicon": self.pronunciation.lexicon}
 
     def generate(self, job: dict | None = None, tag: dict | None = None):
         """Starts a take from the panels (or `job`); returns its Job, or None with the reason shown."""

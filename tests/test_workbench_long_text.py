@@ -79,3 +79,32 @@ def test_one_chunk_made_again_changes_that_chunk_only(qtbot, window):
     np.testing.assert_array_equal(a[s2:], b[s2:])          # chunk 3: as it was
     assert not np.array_equal(a[s1:e1], b[s1:e1])          # chunk 2: new
     assert "chunk 2 (" in __import__("kazeia.app.panels.takes", fromlist=["take_details"]).take_details(new)
+
+
+def test_pronunciation_rules_are_edited_checked_kept_and_used(qtbot, window):
+    panel = window.pronunciation
+    panel.add_rule("Kazeia", "ka-ZAY-ah")
+    assert panel.lexicon is not None and len(panel.lexicon) == 1 and "1 rule" in panel.note.text()
+    saved = (window.store.folder.parent / "pronunciation.csv").read_text()
+    assert "Kazeia,ka-ZAY-ah" in saved
+    panel.add_rule("", "nothing to say for")   # a bad rule: named, and the last good set stays in use
+    assert "empty" in panel.note.text().lower() or "term" in panel.note.text()
+    assert len(panel.lexicon) == 1
+    panel.table.selectRow(1)
+    panel.remove_selected()
+    assert "1 rule" in panel.note.text()
+    result = generate(qtbot, window, frames=3, seed=2, text="Kazeia speaks.")
+    take = window.store.takes[-1]
+    assert take.chunks[0]["text"] == "ka-ZAY-ah speaks." and take.chunks[0]["rewrites"][0][:2] == ["Kazeia", "ka-ZAY-ah"]
+    direct = window.controller.engine.synthesize("ka-ZAY-ah speaks.", speaker=take.request["speaker"],
+                                                 sampling=__import__("kazeia.engine", fromlist=["SamplingParams"])
+                                                 .SamplingParams(**take.sampling))
+    np.testing.assert_array_equal(result.audio, direct.audio)
+
+
+def test_the_rules_open_from_the_voices_menu(qtbot, window):
+    action = next(a for m in window.menuBar().findChildren(__import__("PySide6.QtWidgets", fromlist=["QMenu"]).QMenu)
+                  for a in m.actions() if a.text() == "Pronunciation rules...")
+    action.trigger()
+    assert window.pronunciation_dialog.isVisible() and window.pronunciation.isVisible()
+    window.pronunciation_dialog.close()
