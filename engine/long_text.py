@@ -82,30 +82,26 @@ def speak(engine: "Engine", composition: Composition, sampling: SamplingParams |
           join_settings: JoinSettings | None = None, max_batch: int = 4,
           on_chunk: Callable[[ChunkTake, int], None] | None = None,
           max_frames_of: Callable[[PlannedChunk], int] | None = None) -> LongResult:
-    """Every chunk of `composition`, joined. `on_chunk(take, chunks_in_all)` is called as each chunk
-    is done, in order (progress bars, the workbench's list); `max_frames_of(chunk)` sets a chunk's
-    frame limit (the bench: random weights never end an utterance)."""
+    """Every chunk of `composition`, joined (a LongStream run to its end). `on_chunk(take,
+    chunks_in_all)` is called as each chunk is done, in order (progress bars); `max_frames_of(chunk)`
+    sets a chunk's frame limit (the bench: random weights never end an utterance)."""
     join_settings = join_settings or JoinSettings()
-    join_settings.validate()
-    sampling = sampling or SamplingParams.from_model(engine.info)
-    start = time.perf_counter()
-    plans = composition.chunks
-    takes: list[ChunkTake] = []
-    first_audio: list[float] = []
-    requests = [chunk_request(p, sampling, max_frames_of(p) if max_frames_of else None) for p in plans]
-    for plan, result in _results_in_order(engine, plans, requests, max_batch, first_audio):
-        takes.append(ChunkTake(plan, result))
-        if on_chunk is not None:
-            on_chunk(takes[-1], len(plans))
+    stream = LongStream(engine, composition, sampling, join_settings, max_batch, max_frames_of)
+    told = 0
+    for _ in stream:
+        while on_chunk is not None and told < len(stream.takes):
+            on_chunk(stream.takes[told], len(composition.chunks))
+            told += 1
+    takes = stream.takes
+    while on_chunk is not None and told < len(takes):
+        on_chunk(takes[told], len(composition.chunks))
+        told += 1
     warnings = [f"chunk {t.plan.index + 1} (line {t.plan.at.line}) reached its frame limit "
                 f"({len(t.result.codes)} frames) before it ended: its speech may be cut or run on"
                 for t in takes if t.hit_limit]
-    pieces = _pieces(composition, [t.result.audio for t in takes])
-    spans = join_offsets(pieces, engine.info.sample_rate, join_settings)
-    takes = [replace(t, span=s) for t, s in zip(takes, spans)]
-    audio = join(pieces, engine.info.sample_rate, join_settings)
-    return LongResult(audio, engine.info.sample_rate, takes, composition, join_settings,
-                      ttfa_ms=1000 * (first_audio[0] - start) if first_audio else 0.0, total_ms=1000 * (time.perf_counter() - start), warnings=warnings)
+    t = stream.result.timings
+    return LongResult(stream.result.audio, engine.info.sample_rate, takes, composition, join_settings,
+                      ttfa_ms=t.ttfa_ms, total_ms=t.total_ms, warnings=warnings)
 
 
 def compose_request(engine: "Engine", request: Request, lexicon=None) -> Composition:
@@ -195,12 +191,16 @@ class LongStream:
     (each chunk's own) are set once it has been iterated to the end."""
 
     def __init__(self, engine: "Engine", composition: Composition, sampling: SamplingParams | None = None,
-                 join_settings: JoinSettings | None = None, max_batch: int = 4):
+                 join_settings: JoinSettings | None = None, max_batch: int = 4,
+                 max_frames_of: Callable[[PlannedChunk], int] | None = None):
         self._engine, self.composition = engine, composition
         self._join = join_settings or JoinSettings()
         self._assembler = TakeAssembler(engine.info.sample_rate, self._join)
         sampling = sampling or SamplingParams.from_model(engine.info)
-        self._requests = [chunk_request(p, sampling) for p in composition.chunks]
+        self._requests = [chunk_request(p, sampling, max_frames_of(p) if max_frames_of else None)
+                          for p in composition.chunks]
+        for r in self._requests[1:]:   # every chunk checked (ValueError) before the first starts
+            engine.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
         self._batcher = engine.batcher(max(1, max_batch))
         self._start = time.perf_counter()
         self._streams = [engine.submit(self._requests[0], self._batcher)]
@@ -291,26 +291,5 @@ def redo_chunk(engine: "Engine", result: LongResult, index: int, seed: int,
                                instruct=request.instruct, voice=request.voice, sampling=request.sampling)
     chunks = [ChunkTake(plan, redone) if c.plan.index == index else c for c in result.chunks]
     return replace(result, composition=composition, chunks=chunks).rejoined()
-
-
-def _results_in_order(engine: "Engine", plans: list[PlannedChunk], requests: list[Request],
-                      max_batch: int, first_audio: list[float]) -> Iterator[tuple[PlannedChunk, Result]]:
-    """Each chunk's result, in order. Chunk 0 runs alone until its first audio (the take's first
-    audio is not held up by the other chunks' prefills); the rest then join its batch. The time of
-    that first audio is appended to `first_audio`."""
-    batcher = engine.batcher(max(1, max_batch))
-    streams = [engine.submit(requests[0], batcher)]
-    if next(iter(streams[0]), None) is not None:   # (None: it ended without audio)
-        first_audio.append(time.perf_counter())
-    streams += [engine.submit(r, batcher) for r in requests[1:]]
-    try:
-        for plan, stream in zip(plans, streams):
-            stream.join()
-            if stream.error is not None:
-                raise stream.error
-            yield plan, stream.result
-    finally:
-        for s in streams:   # a failure or a consumer that stops early: nothing left running
-            s.cancel()
 
 
