@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -15,8 +15,7 @@ from .requests import Chunk, Request, Result, SamplingParams, Timings
 from .text.compose import Cast, Composition, PlannedChunk, compose
 from .text.join import JoinSettings, TakeAssembler, join, join_offsets
 
-if TYPE_CHECKING:
-    from .synthesis import Engine
+# (the Engine is named in annotations only: synthesis.Engine.speak imports this module)
 
 
 @dataclass
