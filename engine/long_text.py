@@ -136,7 +136,9 @@ class ComposedStream:
         self._join = join_settings or JoinSettings()
         self._join.validate()
         self._start = time.perf_counter()
-        requests = [chunk_request(p, sampling) for p in composition.chunks]   # all checked before any starts
+        requests = [chunk_request(p, sampling) for p in composition.chunks]
+        for r in requests:   # every chunk checked (ValueError) before any is submitted: none left running
+            engine.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
         self.streams = [engine.submit(r, batcher) for r in requests]
         self._result: Result | None = None
 
