@@ -147,7 +147,7 @@ def _take(worker: _Worker, job: Job, request: dict) -> TakeOutcome:
     if len(plan.pieces) > 1 or plan.chunks[0].rewrites:   # (a rewritten one: its chunk keeps the rewrites)
         stream = LongStream(engine, plan, request.get("sampling"))
     else:
-        stream = engine.stream(text, **request)   # one prompt, exactly as it always was
+        stream = engine.stream(text, **request)   # one chunk: one prompt, exactly as it always was
     job.attach(stream)
     job.started.emit(ran)
     for chunk in stream:

@@ -116,6 +116,7 @@ def _cmd_render(args) -> int:
                             defaults={"speaker": args.speaker, "language": args.language, "instruct": args.instruct,
                                       "voice": str(Path(args.voice).resolve()) if args.voice else None})
     if args.lexicon:
+        from .text.lexicon import load_lexicons
         options.lexicon, options.lexicon_digest = load_lexicons(args.lexicon)
     plan = plan_render(args.script, engine, options)
     for n, ident, why in plan.invalid:
@@ -190,7 +191,7 @@ def _cmd_say(args) -> int:
     request = dict(speaker=chunk.cast.speaker, language=chunk.language, instruct=chunk.cast.instruct,
                    voice=chunk.cast.voice, sampling=sampling, streaming_text=args.streaming_text)
     if args.stream:
-        stream = engine.stream(chunk.text, **request)
+        stream = engine.stream(chunk.text, one_prompt=True, **request)
         try:
             for _ in stream:
                 pass
@@ -200,7 +201,7 @@ def _cmd_say(args) -> int:
             raise
         result = stream.result
     else:
-        result = engine.synthesize(chunk.text, **request)
+        result = engine.synthesize(chunk.text, one_prompt=True, **request)
     write_audio(args.output, result.audio, result.sample_rate)
     if args.codes_out:
         np.save(args.codes_out, result.codes)
@@ -216,25 +217,13 @@ def _compose_for_say(engine, text: str, args, voice):
     from .text.compose import Cast, Pauses, compose
     from .text.sentences import Budget
     cast = load_cast(args.cast, engine.model) if args.cast else model_cast(engine.model)
+    from .text.lexicon import load_lexicons
     lexicon = load_lexicons(args.lexicon)[0] if args.lexicon else None
     return compose(text, default=Cast(speaker=args.speaker, instruct=args.instruct, voice=voice),
                    language=args.language, cast=cast, languages=engine.info.languages, lexicon=lexicon,
                    budget=Budget(args.max_chars, args.max_tokens),
                    pauses=Pauses(args.pause_sentence, args.pause_paragraph), seed=args.seed,
                    count_tokens=engine.count_text_tokens)
-
-
-def load_lexicons(paths: list[str]):
-    """The rules of every --lexicon file, later files winning, and a digest of what the files held."""
-    import hashlib
-
-    from .text.lexicon import Lexicon
-    lexicon, digest = None, hashlib.sha256()
-    for path in paths:
-        loaded = Lexicon.load(path)
-        lexicon = loaded if lexicon is None else lexicon.merge(loaded)
-        digest.update(Path(path).read_bytes())
-    return lexicon, digest.hexdigest()[:16]
 
 
 def _say_long(engine, composition, sampling, args) -> int:
@@ -537,6 +526,25 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-q", "--quiet", action="store_true")
     b.set_defaults(func=_cmd_bench)
 
+    sv = sub.add_parser("serve", help="an OpenAI-compatible speech server (docs/serving.md)",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    sv.add_argument("--model", required=True, help='a GGUF file, or "demo" for the bundled demo model')
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback: needs an API key)")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--api-key", default=None, help="clients send Authorization: Bearer KEY (default: $KAZEIA_API_KEY)")
+    sv.add_argument("--name", default=None, help="the model's name in requests (default: the file's stem)")
+    sv.add_argument("--max-batch", type=int, default=4, help="requests synthesized together")
+    sv.add_argument("--max-queue", type=int, default=16, help="requests waiting beyond those (more: 429)")
+    sv.add_argument("--voices", default=None, help="folder of voice profiles (.kzvoice; Base models)")
+    sv.add_argument("--voice-map", action="append", default=None, metavar="NAME=VOICE",
+                    help="what an OpenAI voice name (alloy, ...) speaks as; repeat for more")
+    sv.add_argument("--lexicon", action="append", default=None, help="pronunciation rules for every request")
+    sv.add_argument("--request-timeout", type=float, default=300.0, help="seconds a request may run")
+    sv.add_argument("--shutdown-grace", type=float, default=10.0,
+                    help="seconds running streams get to end after SIGTERM")
+    sv.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core)")
+    sv.set_defaults(func=_cmd_serve)
+
     d = sub.add_parser("devices", help="list ggml devices")
     d.add_argument("--json", action="store_true")
     d.add_argument("--check", action="store_true",
@@ -544,6 +552,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--model", default="demo", help="model for --check (default: the demo model)")
     d.set_defaults(func=_cmd_devices)
     return p
+
+
+def _cmd_serve(args) -> int:
+    from .serve.run import serve
+    return serve(args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,13 +68,14 @@ def _pieces(composition: Composition, audio: list[np.ndarray]) -> list:
     return [next(chunks) if isinstance(p, PlannedChunk) else p for p in composition.pieces]
 
 
-def chunk_request(chunk: PlannedChunk, sampling: SamplingParams, max_frames: int | None = None) -> Request:
+def chunk_request(chunk: PlannedChunk, sampling: SamplingParams, max_frames: int | None = None,
+                  streaming_text: bool | None = None) -> Request:
     cast = chunk.cast
     chunk_sampling = replace(sampling, seed=chunk.seed)
     if max_frames is not None:
         chunk_sampling.max_frames = max_frames
     return Request(chunk.text, speaker=cast.speaker, language=chunk.language, instruct=cast.instruct,
-                   voice=cast.voice, sampling=chunk_sampling)
+                   voice=cast.voice, sampling=chunk_sampling, streaming_text=streaming_text)
 
 
 def speak(engine: "Engine", composition: Composition, sampling: SamplingParams | None = None,
@@ -189,25 +190,29 @@ class LongStream:
     first audio. Each Chunk's audio is the take's next final samples (text.join.TakeAssembler), so
     together they are the joined take exactly; frames and per-frame timings run on across chunks.
     `cancel()` stops every chunk within a frame; `result` (a Result of the whole take) and `takes`
-    (each chunk's own) are set once it has been iterated to the end."""
+    (each chunk's own) are set once it has been iterated to the end (`wait()` iterates what is left).
+    `streaming_text`: each chunk's prompt as Engine.stream takes it. `batcher`: one to share with
+    other streams (a server's), else one of its own, `max_batch` wide."""
 
     def __init__(self, engine: "Engine", composition: Composition, sampling: SamplingParams | None = None,
                  join_settings: JoinSettings | None = None, max_batch: int = 4,
-                 max_frames_of: Callable[[PlannedChunk], int] | None = None):
+                 max_frames_of: Callable[[PlannedChunk], int] | None = None, streaming_text: bool | None = None,
+                 batcher=None):
         self._engine, self.composition = engine, composition
         self._join = join_settings or JoinSettings()
         self._assembler = TakeAssembler(engine.info.sample_rate, self._join)
         sampling = sampling or SamplingParams.from_model(engine.info)
-        self._requests = [chunk_request(p, sampling, max_frames_of(p) if max_frames_of else None)
+        self._requests = [chunk_request(p, sampling, max_frames_of(p) if max_frames_of else None, streaming_text)
                           for p in composition.chunks]
         for r in self._requests[1:]:   # every chunk checked (ValueError) before the first starts
             engine.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
-        self._batcher = engine.batcher(max(1, max_batch))
+        self._batcher = batcher or engine.batcher(max(1, max_batch))
         self._start = time.perf_counter()
         self._streams = [engine.submit(self._requests[0], self._batcher)]
         self._cancelled = False
         self._fed: list = []   # the pieces the assembler has had, in order (the result is their join)
         self.result: Result | None = None
+        self.error: BaseException | None = None
         self.takes: list[ChunkTake] = []
         self._iterator = self._run()
 
@@ -215,12 +220,49 @@ class LongStream:
         return self
 
     def __next__(self) -> Chunk:
-        return next(self._iterator)
+        try:
+            return next(self._iterator)
+        except StopIteration:
+            raise
+        except BaseException as e:
+            self.error = e
+            raise
 
     def cancel(self) -> None:
         self._cancelled = True
         for s in self._streams:
             s.cancel()
+
+    @property
+    def ended(self) -> bool:
+        """The take is over (result or error is set)."""
+        return self.result is not None or self.error is not None
+
+    def wait(self, timeout: float | None = None) -> Result | None:
+        """Iterates what is left (its audio goes to `result` only) until the take is over, or
+        `timeout` seconds have passed (then None); raises what stopped it."""
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        while not self.ended:
+            if deadline is not None and time.perf_counter() >= deadline:
+                return None
+            try:
+                next(self)
+            except StopIteration:
+                break
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def __enter__(self) -> "LongStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cancel()
+        if not self.ended:
+            try:
+                self.wait()
+            except BaseException:   # the exit is after a failure or a cancel: nothing to report
+                pass
 
     def _run(self) -> Iterator[Chunk]:
         timings = Timings(frame_seconds=1 / self._engine.info.frame_rate)
@@ -288,7 +330,7 @@ def redo_chunk(engine: "Engine", result: LongResult, index: int, seed: int,
     plan = next(c for c in composition.chunks if c.index == index)
     sampling = sampling or SamplingParams.from_model(engine.info)
     request = chunk_request(plan, sampling)
-    redone = engine.synthesize(request.text, speaker=request.speaker, language=request.language,
+    redone = engine.synthesize(request.text, one_prompt=True, speaker=request.speaker, language=request.language,
                                instruct=request.instruct, voice=request.voice, sampling=request.sampling)
     chunks = [ChunkTake(plan, redone) if c.plan.index == index else c for c in result.chunks]
     return replace(result, composition=composition, chunks=chunks).rejoined()

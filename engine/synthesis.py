@@ -121,7 +121,8 @@ class Engine:
                                    streaming_text=streaming_text)
         if plan.body_tokens > MAX_TEXT_TOKENS:
             raise ValueError(f"text too long: {plan.body_tokens} tokens in one request (at most {MAX_TEXT_TOKENS}, "
-                             "several minutes of speech); Engine.speak (kazeia say) splits a text of any length")
+                             "several minutes of speech); synthesize and stream split a text of any length into "
+                             "chunks unless asked for one prompt")
         positions = len(plan) + self.max_frames_for(plan, sampling) + 1
         if positions > self.info.hparams["talker"]["max_position_embeddings"]:
             raise ValueError(f"prompt and frame limit need {positions} positions; the model handles "
@@ -172,8 +173,20 @@ class Engine:
 
     def synthesize(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
                    instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
-                   streaming_text: bool | None = None) -> Result:
-        """Generate all frames, then decode them (exactly as the reference decodes)."""
+                   streaming_text: bool | None = None, one_prompt: bool = False, lexicon=None) -> Result:
+        """Any text to one take (markup, dialogue, pauses, any length: docs/speaking.md). A text that
+        is one chunk is one prompt: all frames generated, then decoded exactly as the reference
+        decodes. Otherwise its chunks (Engine.compose) run batched and are joined; the Result is the
+        whole take (Engine.speak gives each chunk's too). `one_prompt`: the text as given, no markup
+        and no splitting, in one prompt (the reference's unit). `lexicon`: text.lexicon.Lexicon."""
+        if not one_prompt:
+            sampling = sampling or SamplingParams.from_model(self.info)
+            plan = self.compose(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
+                                seed=sampling.seed, lexicon=lexicon)
+            single = one_prompt_of(text, plan)
+            if single is None:
+                return self._long_stream(plan, sampling, streaming_text).wait()
+            text, speaker, language, instruct, voice = single
         with self.lock:
             plan, sampling, timings, start = self.prepare(text, speaker, language, instruct, voice, sampling,
                                                            streaming_text)
@@ -189,39 +202,68 @@ class Engine:
             timings.ttfa_ms = timings.total_ms
             return Result(audio, self.info.sample_rate, codes, timings, out["stop_reason"], self.report_held())
 
+    def compose(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
+                instruct: str | None = None, voice: Voice | None = None, seed: int = 0, cast: dict | None = None,
+                lexicon=None, budget=None, pauses=None):
+        """`text` as the long-text front end plans it (kazeia.engine.text.compose.Composition): its
+        chunks (voice, language, seed, pronunciation rewrites) and the pauses between them, for this
+        model's speakers, languages and tokenizer. `cast`: names -> text.compose.Cast (the model's
+        speakers are there already); `lexicon`: text.lexicon.Lexicon; `budget`, `pauses`:
+        text.sentences.Budget, text.compose.Pauses. MarkupError names line and column."""
+        from .cast import model_cast
+        from .text.compose import Cast, Pauses, compose
+        from .text.sentences import Budget
+        return compose(text, default=Cast(speaker=speaker, instruct=instruct, voice=voice), language=language or "auto",
+                       cast={**model_cast(self.model), **(cast or {})}, languages=self.info.languages,
+                       lexicon=lexicon, budget=budget or Budget(), pauses=pauses or Pauses(), seed=seed,
+                       count_tokens=self.count_text_tokens)
+
     def speak(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
               instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
               cast: dict | None = None, lexicon=None, budget=None, pauses=None, join=None,
               max_batch: int = 4):
-        """Any text: markup, dialogue, pauses and any length (docs/speaking.md), as chunks through
-        the batched engine joined into one take (kazeia.engine.long_text.LongResult). `cast`: names
-        -> text.compose.Cast (the model's speakers are there already); `lexicon`: text.lexicon.Lexicon;
-        `budget`, `pauses`, `join`: text.sentences.Budget, text.compose.Pauses, text.join.JoinSettings.
-        synthesize and stream speak one prompt as given (the reference's unit, for parity)."""
-        from .cast import model_cast
+        """Any text as chunks through the batched engine joined into one take, with each chunk's own
+        result (kazeia.engine.long_text.LongResult: chunks, spans, warnings of chunks that reached
+        their frame limit). `cast`, `lexicon`, `budget`, `pauses`: as for compose; `join`:
+        text.join.JoinSettings (trimming, crossfade)."""
         from .long_text import speak
-        from .text.compose import Cast, Pauses, compose
-        from .text.sentences import Budget
         sampling = sampling or SamplingParams.from_model(self.info)
-        plan = compose(text, default=Cast(speaker=speaker, instruct=instruct, voice=voice), language=language or "auto",
-                       cast={**model_cast(self.model), **(cast or {})}, languages=self.info.languages,
-                       lexicon=lexicon, budget=budget or Budget(), pauses=pauses or Pauses(), seed=sampling.seed,
-                       count_tokens=self.count_text_tokens)
+        plan = self.compose(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
+                            seed=sampling.seed, cast=cast, lexicon=lexicon, budget=budget, pauses=pauses)
         return speak(self, plan, sampling, join, max_batch=max_batch)
 
     def stream(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
                instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
-               streaming_text: bool | None = None, decode_every: int = DECODE_EVERY) -> AudioStream:
+               streaming_text: bool | None = None, decode_every: int = DECODE_EVERY, one_prompt: bool = False,
+               lexicon=None):
         """Audio chunks as frames are produced (through the streaming decoder). Iterate it; call
         cancel() to stop within one frame; `result` holds the totals once it has finished.
         The first frame is decoded alone (time to first audio); later ones `decode_every` at a
-        time: each decoder launch streams all its weights, so one frame per launch costs ~1.5x."""
+        time: each decoder launch streams all its weights, so one frame per launch costs ~1.5x.
+        A text of more than one chunk (or with pauses) gives a LongStream: the take's joined audio
+        in order, the first audio as soon as for its first sentence. `one_prompt`, `lexicon`: as
+        synthesize."""
         if not isinstance(decode_every, int) or decode_every < 1:
             raise ValueError(f"decode_every must be a positive integer, got {decode_every!r}")
+        if not one_prompt:
+            sampling = sampling or SamplingParams.from_model(self.info)
+            plan = self.compose(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
+                                seed=sampling.seed, lexicon=lexicon)
+            single = one_prompt_of(text, plan)
+            if single is None:
+                return self._long_stream(plan, sampling, streaming_text)
+            text, speaker, language, instruct, voice = single
         plan, sampling, timings, start = self.prepare(text, speaker, language, instruct, voice, sampling,
                                                        streaming_text)
         return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every,
                            batcher=self._batcher if self.max_batch > 1 else None)
+
+    def _long_stream(self, plan, sampling: SamplingParams, streaming_text: bool | None):
+        """A batching engine's chunks share its batcher with every other stream (a server's requests);
+        else they get a batcher of their own."""
+        from .long_text import LongStream
+        shared = self._batcher if self.max_batch > 1 else None
+        return LongStream(self, plan, sampling, max_batch=4, streaming_text=streaming_text, batcher=shared)
 
     def warm_up(self) -> None:
         """One short stream, its audio dropped: a request's one-time costs (the streaming decoder's
@@ -308,6 +350,18 @@ class Engine:
         timings.decoder_ms = decoder_ms
         timings.frames = len(out["codes"])
         timings.total_ms = 1000 * (time.perf_counter() - start)
+
+
+def one_prompt_of(text: str, plan) -> tuple | None:
+    """(text, speaker, language, instruct, voice) of the one prompt a plan of one chunk and no pause
+    is: the text as given when it has no markup (the exact prompt the reference would get), else the
+    chunk's words; None for a plan of several pieces."""
+    if len(plan.pieces) != 1:
+        return None
+    chunk = plan.chunks[0]
+    unchanged = "".join(chunk.text.split()) == "".join(text.split())   # (packing may space sentences)
+    spoken = text if unchanged else chunk.text
+    return spoken, chunk.cast.speaker, chunk.language, chunk.cast.instruct, chunk.cast.voice
 
 
 def icl_codes(voice: Voice | None) -> np.ndarray | None:

@@ -20,6 +20,7 @@ log() { printf '\n== %s\n' "$*"; }
 # --- system packages (only what is missing) -------------------------------------------
 missing=()
 deb_packages=(libportaudio2 fonts-dejavu-core libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3)   # workbench
+deb_packages+=(rubberband-cli)   # kazeia serve: a speed other than 1.0 (pitch-preserving time-stretch)
 [[ -n "$extras" ]] && deb_packages+=(xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 libxkbcommon-x11-0)
 if command -v dpkg-query >/dev/null; then
   for p in "${deb_packages[@]}"; do

@@ -32,7 +32,7 @@ def plan_of(engine, text=TEXT, seed=5):
 
 
 def alone(engine, chunk, sampling):
-    return engine.synthesize(chunk.text, speaker=chunk.cast.speaker, language=chunk.language,
+    return engine.synthesize(chunk.text, one_prompt=True, speaker=chunk.cast.speaker, language=chunk.language,
                              sampling=SamplingParams(**{**vars(sampling), "seed": chunk.seed}))
 
 
@@ -213,3 +213,36 @@ def test_render_applies_a_lexicon_and_resume_sees_it_change(tmp_path, demo):
     rules.write_text("term,say\nKazeia,kah-zeh-yah\n", encoding="utf-8")
     r = kazeia(*args, env=env)   # the rules changed: both lines again (the rules are part of every request)
     assert "2 rendered" in r.stdout, r.stdout
+
+
+def test_synthesize_and_stream_take_any_text(demo):
+    from kazeia.engine.long_text import LongStream
+    from kazeia.engine.synthesis import MAX_TEXT_TOKENS
+    sampling = SamplingParams.from_model(demo.info, max_frames=3, seed=4)
+    text = "One sentence here. [pause:200ms] Another one there."
+    take = demo.speak(text, speaker="eric", sampling=sampling)
+    np.testing.assert_array_equal(demo.synthesize(text, speaker="eric", sampling=sampling).audio, take.audio)
+    stream = demo.stream(text, speaker="eric", sampling=sampling)
+    assert isinstance(stream, LongStream)
+    heard = np.concatenate([c.audio for c in stream])
+    np.testing.assert_array_equal(heard, take.audio)
+    assert stream.ended and stream.result.codes.shape == (6, 16)
+    # wait() without iterating: the same take
+    np.testing.assert_array_equal(demo.stream(text, speaker="eric", sampling=sampling).wait().audio, take.audio)
+    # a plain text of one chunk is the one prompt it always was (the reference's parity)
+    plain = "Just a short one.\nOn two lines."
+    np.testing.assert_array_equal(demo.synthesize(plain, speaker="eric", sampling=sampling).audio,
+                                  demo.synthesize(plain, speaker="eric", sampling=sampling, one_prompt=True).audio)
+    # one_prompt: brackets are words, not markup
+    said = demo.synthesize("Say [pause:2s] as words.", speaker="eric", sampling=sampling, one_prompt=True)
+    assert len(said.codes) == 3
+    with pytest.raises(ValueError, match="line 1, column 5"):
+        demo.synthesize("Hi. [nonsense] there.", speaker="eric")
+    # beyond one prompt's limit: refused as one prompt, split into chunks otherwise
+    long = " ".join(f"Sentence number {i} is here." for i in range(400))
+    assert demo.count_text_tokens(long) > MAX_TEXT_TOKENS
+    with pytest.raises(ValueError, match="split a text of any length"):
+        demo.synthesize(long, speaker="eric", sampling=sampling, one_prompt=True)
+    one_frame = SamplingParams.from_model(demo.info, max_frames=1)
+    result = demo.synthesize(long, speaker="eric", sampling=one_frame)
+    assert len(result.codes) == len(demo.compose(long, speaker="eric").chunks) > 1

@@ -108,3 +108,29 @@ def test_the_rules_open_from_the_voices_menu(qtbot, window):
     action.trigger()
     assert window.pronunciation_dialog.isVisible() and window.pronunciation.isVisible()
     window.pronunciation_dialog.close()
+
+
+def test_the_text_box_shows_where_each_chunk_begins(qtbot, window):
+    plan = window.text_plan
+    sentence = "This sentence is long enough that a few of them make more than one chunk of text."
+    text = f"{sentence}\n{sentence}\n\\[An aside\\] {sentence} [pause:200ms] The end."
+    window.text.setPlainText(text)
+    assert plan.check().startswith("about 3 chunks")
+    spans = plan.highlighter.chunks
+    assert len(spans) == 3 and all(spans)
+    assert text[spans[0][0]:spans[0][1]] == f"{sentence}\n{sentence}"
+    assert text[spans[1][0]:spans[1][1]] == f"\\[An aside\\] {sentence}"
+    assert text[spans[2][0]:spans[2][1]] == "The end."
+
+    def tinted(offset: int) -> bool:   # the char's background as the highlighter laid it out
+        block = window.text.document().findBlock(offset)
+        inside = offset - block.position()
+        return any(r.start <= inside < r.start + r.length and r.format.background().style() != 0
+                   for r in block.layout().formats())
+    first, second, third = spans
+    assert not tinted(first[0]) and not tinted(first[1] - 1)
+    assert tinted(second[0]) and tinted(second[1] - 1)   # (the escape's muted colour keeps the tint)
+    assert not tinted(third[0])
+    window.text.setPlainText("Just one sentence.")   # one chunk: no tint at all
+    plan.check()
+    assert plan.highlighter.chunks == [(0, 18)] and not tinted(0)

@@ -38,7 +38,7 @@ def contention(n: int):
 
 def _run(engine: Engine, frames: int) -> dict:
     sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
-    stream = engine.stream(BENCH_TEXT, speaker="vivian", language="english", sampling=sampling)
+    stream = engine.stream(BENCH_TEXT, one_prompt=True, speaker="vivian", language="english", sampling=sampling)
     for _ in stream:
         pass
     t = stream.result.timings

@@ -36,7 +36,7 @@ def _one_sentence(engine: Engine, plan, sampling: SamplingParams, cap: int | Non
     """The first chunk alone, streamed: the time to first audio a short request gets."""
     first = plan.chunks[0]
     start = time.perf_counter()
-    stream = engine.stream(first.text, speaker=first.cast.speaker, language=first.language,
+    stream = engine.stream(first.text, one_prompt=True, speaker=first.cast.speaker, language=first.language,
                            sampling=replace(sampling, seed=first.seed, max_frames=frames_for(first.text, cap)))
     next(iter(stream))
     ttfa = 1000 * (time.perf_counter() - start)

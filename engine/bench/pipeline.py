@@ -112,7 +112,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     for _ in range(runs):
         probes.append(read_bandwidth_gbs(threads))
         reset_peak_rss()   # the probe's buffer is not the engine's memory
-        stream = engine.stream(BENCH_TEXT, speaker="vivian", language="english", sampling=sampling)
+        stream = engine.stream(BENCH_TEXT, one_prompt=True, speaker="vivian", language="english", sampling=sampling)
         for _ in stream:
             pass
         t = stream.result.timings

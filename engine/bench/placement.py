@@ -29,7 +29,7 @@ def bench_placements(placements: tuple[str, ...] = MODES, size: str = "0.6b", ou
     ref = Engine.load(f32_path, threads=threads)   # f32 on the CPU: the numbers every placement is held to
     placed = Engine(ref.model, threads=threads)    # the same file under each placement
     speaker = dict(speaker="vivian", language="english")
-    greedy = ref.synthesize(BENCH_TEXT, sampling=SamplingParams.from_model(ref.info, max_frames=accuracy_frames).greedy(),
+    greedy = ref.synthesize(BENCH_TEXT, one_prompt=True, sampling=SamplingParams.from_model(ref.info, max_frames=accuracy_frames).greedy(),
                             **speaker)
     sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
     out = {"stage": "placements", "model": str(path), "size": size, "type": out_type, "decoder_type": decoder_type,
@@ -41,7 +41,7 @@ def bench_placements(placements: tuple[str, ...] = MODES, size: str = "0.6b", ou
             continue
         engine.set_placement(mode)
         engine.warm_up()
-        stream = engine.stream(BENCH_TEXT, sampling=sampling, **speaker)
+        stream = engine.stream(BENCH_TEXT, one_prompt=True, sampling=sampling, **speaker)
         for _ in stream:
             pass
         t = stream.result.timings

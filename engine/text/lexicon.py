@@ -388,3 +388,15 @@ def _check_header(columns: list[str], where: str) -> None:
     if missing:
         raise LexiconError(where, f"missing column(s) {', '.join(map(repr, missing))}; "
                                   "the header needs at least term,say")
+
+
+def load_lexicons(paths) -> tuple[Lexicon | None, str]:
+    """The rules of every file of `paths` (--lexicon), later files winning, and a digest of what the
+    files held (a render's request hash sees a rule change)."""
+    import hashlib
+    lexicon, digest = None, hashlib.sha256()
+    for path in paths:
+        loaded = Lexicon.load(path)
+        lexicon = loaded if lexicon is None else lexicon.merge(loaded)
+        digest.update(Path(path).read_bytes())
+    return lexicon, digest.hexdigest()[:16]

@@ -1,0 +1,284 @@
+"""The HTTP app: OpenAI's `POST /v1/audio/speech` over the batched engine, and `GET /v1/models`,
+`/v1/audio/voices`, `/health`, `/metrics`. Every request is a session of the engine's batcher, so
+concurrent requests share each talker and code-predictor step; beyond `max_batch` running and
+`max_queue` waiting a request gets 429 with Retry-After. A client that goes away mid-stream cancels
+its session within a frame. One log line per request."""
+from __future__ import annotations
+
+import base64
+import contextlib
+import hmac
+import json
+import logging
+import math
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..text.markup import MarkupError
+from .encoders import MEDIA_TYPES, STREAMED, encoder
+from .errors import ApiError, api_error_handler, http_error_handler, param_of
+from .metrics import Metrics
+from .speech import MODEL_ALIASES, SpeechJob, SpeechRequest, check_speed, parse, whole_take
+from .voices import UnknownVoice, VoiceBook
+
+if TYPE_CHECKING:
+    from ..synthesis import Engine
+
+log = logging.getLogger("kazeia.serve")
+
+
+@dataclass
+class ServerSettings:
+    model_name: str
+    api_key: str | None = None
+    max_batch: int = 4
+    max_queue: int = 16
+    request_timeout_s: float = 300.0
+    max_body_bytes: int = 1 << 20
+
+
+class Admission:
+    """Requests in the server (running or waiting for a batch slot), bounded."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.admitted = 0
+        self._lock = threading.Lock()
+        self._seconds: deque[float] = deque(maxlen=20)   # recent requests' durations
+
+    def enter(self) -> bool:
+        with self._lock:
+            if self.admitted >= self.limit:
+                return False
+            self.admitted += 1
+            return True
+
+    def leave(self, seconds: float) -> None:
+        with self._lock:
+            self.admitted -= 1
+            self._seconds.append(seconds)
+
+    def retry_after(self) -> int:
+        """Seconds until a slot is likely free: a recent request's typical length."""
+        recent = sorted(self._seconds)
+        return max(1, math.ceil(recent[len(recent) // 2])) if recent else 1
+
+
+def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, lexicon=None) -> FastAPI:
+    admission = Admission(settings.max_batch + settings.max_queue)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        limiter = anyio.to_thread.current_default_thread_limiter()   # each admitted request may wait in one
+        limiter.total_tokens = max(limiter.total_tokens, admission.limit + 8)
+        yield
+
+    app = FastAPI(title="Kazeia speech server", version="1", description="OpenAI-compatible speech on Kazeia's engine",
+                  lifespan=lifespan)
+    app.add_exception_handler(ApiError, api_error_handler)
+    app.add_exception_handler(StarletteHTTPException, http_error_handler)
+    metrics = Metrics()
+    rate = engine.info.sample_rate
+    names = (settings.model_name, *MODEL_ALIASES)
+    info = engine.info   # (the reference drops a 0.6B CustomVoice model's instruction: refused, not ignored)
+    takes_instructions = info.variant == "voice_design" or (info.variant == "custom_voice" and info.size != "0b6")
+    app.state.admission, app.state.metrics = admission, metrics
+
+    def authorize(request: Request) -> None:
+        if settings.api_key is None:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, key = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), settings.api_key.encode()):
+            raise ApiError(401, "missing or wrong API key: send Authorization: Bearer <key>", None, "invalid_api_key")
+
+    async def read_json(request: Request) -> dict:
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            raise ApiError(415, f"the body must be application/json, not {kind or 'untyped'}", None,
+                           "unsupported_media_type")
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > settings.max_body_bytes:
+            raise ApiError(413, f"the body is over {settings.max_body_bytes} bytes", None, "request_too_large")
+        body = bytearray()
+        async for part in request.stream():
+            body += part
+            if len(body) > settings.max_body_bytes:
+                raise ApiError(413, f"the body is over {settings.max_body_bytes} bytes", None, "request_too_large")
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ApiError(400, f"the body is not valid JSON: {e}", None, "invalid_json") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "the body must be a JSON object", None, "invalid_json")
+        return data
+
+    def finish(job: SpeechJob, rid: str, outcome: str) -> None:
+        seconds = time.perf_counter() - job.started
+        admission.leave(seconds)
+        metrics.occupancy(admission.admitted, settings.max_batch)
+        metrics.requests.labels(outcome).inc()
+        if outcome == "ok":
+            if job.ttfa_ms is not None:
+                metrics.ttfa.observe(job.ttfa_ms / 1000)
+            if job.samples:
+                metrics.rtf.observe(job.rtf)
+        ttfa = f"{job.ttfa_ms:.0f}" if job.ttfa_ms is not None else "-"
+        rtf = f"{job.rtf:.2f}" if job.samples else "-"
+        log.info("%s voice=%s chars=%d frames=%d ttfa_ms=%s rtf=%s outcome=%s", rid, job.voice.name,
+                 len(job.request.input), job.frames, ttfa, rtf, outcome)
+
+    speech_schema = {"requestBody": {"required": True,
+                                     "content": {"application/json": {"schema": SpeechRequest.model_json_schema()}}}}
+
+    @app.post("/v1/audio/speech", openapi_extra=speech_schema, response_class=Response,
+              responses={200: {"content": {t: {} for t in MEDIA_TYPES.values()}}})
+    async def speech(request: Request):
+        authorize(request)
+        req = parse(await read_json(request))
+        if req.model not in names:
+            raise ApiError(404, f"unknown model {req.model!r}; this server has {settings.model_name!r} "
+                                f"(also answers to {', '.join(MODEL_ALIASES)})", "model", "model_not_found")
+        try:
+            voice = voices.resolve(req.voice_name)
+        except UnknownVoice as e:
+            raise ApiError(404, e.message, "voice", "voice_not_found") from None
+        check_speed(req.speed)
+        if req.instructions is not None and not takes_instructions:
+            raise ApiError(400, f"{settings.model_name} takes no instructions (VoiceDesign and 1.7B CustomVoice "
+                                "models do)", "instructions", "unsupported_value")
+        if not admission.enter():
+            metrics.requests.labels("rejected").inc()
+            wait = admission.retry_after()
+            raise ApiError(429, f"the server is full ({admission.limit} requests running or waiting); retry in "
+                                f"{wait} s", None, "server_busy", headers={"Retry-After": str(wait)})
+        metrics.occupancy(admission.admitted, settings.max_batch)
+        rid = "speech-" + uuid.uuid4().hex[:12]
+        job = SpeechJob(engine, req, voice, lexicon)
+        try:
+            await anyio.to_thread.run_sync(job.start)
+            first = await anyio.to_thread.run_sync(job.next_audio)
+        except (ValueError, MarkupError) as e:
+            job.cancel()
+            finish(job, rid, "invalid")
+            param = "input" if isinstance(e, MarkupError) else param_of(str(e))
+            raise ApiError(400, str(e), param, "invalid_value") from None
+        except BaseException:
+            job.cancel()
+            finish(job, rid, "error")
+            raise
+        headers = {"x-request-id": rid}
+        sse = req.stream_format == "sse"
+        if req.speed != 1.0 or req.response_format not in STREAMED:
+            return await whole_response(job, rid, first, headers, sse)
+        media = "text/event-stream" if sse else MEDIA_TYPES[req.response_format]
+        return StreamingResponse(stream_body(job, rid, first, sse), media_type=media, headers=headers)
+
+    def delta(data: bytes) -> bytes:
+        event = {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}
+        return f"data: {json.dumps(event)}\n\n".encode()
+
+    def done(job: SpeechJob) -> bytes:
+        tokens = engine.count_text_tokens(job.request.input)
+        event = {"type": "speech.audio.done",
+                 "usage": {"input_tokens": tokens, "output_tokens": job.frames, "total_tokens": tokens + job.frames}}
+        return f"data: {json.dumps(event)}\n\n".encode()
+
+    async def stream_body(job: SpeechJob, rid: str, first: np.ndarray | None, sse: bool):
+        enc = encoder(job.request.response_format, rate)
+        outcome = "error"
+        try:
+            audio = first
+            while audio is not None:
+                data = enc.feed(audio)
+                if data:
+                    yield delta(data) if sse else data
+                if time.perf_counter() - job.started > settings.request_timeout_s:
+                    job.cancel()
+                    outcome = "timeout"
+                    break
+                audio = await anyio.to_thread.run_sync(job.next_audio)
+            tail = enc.finish()
+            if tail:
+                yield delta(tail) if sse else tail
+            if sse:
+                yield done(job)
+            if outcome != "timeout":
+                outcome = "ok"
+        except anyio.get_cancelled_exc_class():
+            outcome = "disconnected"
+            raise
+        finally:
+            job.cancel()
+            finish(job, rid, outcome)
+
+    async def whole_response(job: SpeechJob, rid: str, first: np.ndarray | None, headers: dict, sse: bool):
+        """The whole take in one body: a format that does not stream (FLAC), or stretched (speed != 1)."""
+        req = job.request
+        try:
+            parts = [] if first is None else [first]
+            while True:
+                if time.perf_counter() - job.started > settings.request_timeout_s:
+                    raise ApiError(504, f"the request ran over its time limit ({settings.request_timeout_s:.0f} s)",
+                                   None, "timeout")
+                audio = await anyio.to_thread.run_sync(job.next_audio)
+                if audio is None:
+                    break
+                parts.append(audio)
+            take = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+            data = await anyio.to_thread.run_sync(whole_take, req.response_format, take, rate, req.speed)
+        except ApiError:
+            job.cancel()
+            finish(job, rid, "timeout")
+            raise
+        except BaseException:
+            job.cancel()
+            finish(job, rid, "error")
+            raise
+        finish(job, rid, "ok")
+        if sse:
+            return Response(delta(data) + done(job), media_type="text/event-stream", headers=headers)
+        return Response(data, media_type=MEDIA_TYPES[req.response_format], headers=headers)
+
+    @app.get("/v1/models")
+    async def models(request: Request):
+        authorize(request)
+        created = int(engine.info.path.stat().st_mtime)
+        return {"object": "list", "data": [{"id": n, "object": "model", "created": created, "owned_by": "kazeia"}
+                                           for n in names]}
+
+    @app.get("/v1/models/{model_id}")
+    async def model(model_id: str, request: Request):
+        authorize(request)
+        if model_id not in names:
+            raise ApiError(404, f"unknown model {model_id!r}", "model", "model_not_found")
+        return {"id": model_id, "object": "model", "created": int(engine.info.path.stat().st_mtime),
+                "owned_by": "kazeia"}
+
+    @app.get("/v1/audio/voices")
+    async def voice_list(request: Request):
+        authorize(request)
+        return {"model": settings.model_name, "variant": info.variant, "voices": voices.listing(),
+                "languages": ["auto", *info.languages], "instructions": takes_instructions}
+
+    @app.get("/health")
+    async def health():
+        return JSONResponse({"status": "ok", "model": settings.model_name, "requests": admission.admitted,
+                             "max_batch": settings.max_batch, "max_queue": settings.max_queue})
+
+    @app.get("/metrics")
+    async def prometheus(request: Request):
+        authorize(request)
+        return Response(metrics.exposition(), media_type=metrics.content_type)
+
+    return app

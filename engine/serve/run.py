@@ -1,0 +1,78 @@
+"""`kazeia serve`: load the model, warm it up, and serve it with uvicorn until SIGTERM or Ctrl-C
+(then no new connections; running streams get `--shutdown-grace` seconds to end, then are cancelled;
+exit 0). Listening beyond this machine needs an API key: a speech server open to a network without
+one is what peers ship and their users regret."""
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_voice_map(items: list[str] | None) -> dict[str, str]:
+    mapping = {}
+    for item in items or []:
+        alias, sep, target = item.partition("=")
+        if not sep or not alias.strip():
+            raise ValueError(f"--voice-map {item!r}: give NAME=VOICE (a speaker, a voice profile, or on a "
+                             "VoiceDesign model an instruction)")
+        mapping[alias.strip()] = target.strip()
+    return mapping
+
+
+def serve(args) -> int:
+    import uvicorn
+
+    from ..demo import resolve_model
+    from ..synthesis import Engine
+    from .app import ServerSettings, create_app
+    from .voices import VoiceBook
+    key = args.api_key or os.environ.get("KAZEIA_API_KEY") or None
+    if not is_loopback(args.host) and key is None:
+        raise ValueError(f"--host {args.host} listens beyond this machine: give an API key (--api-key or "
+                         "$KAZEIA_API_KEY), or keep the default 127.0.0.1")
+    for name in ("max_batch", "max_queue"):
+        if getattr(args, name) < (1 if name == "max_batch" else 0):
+            raise ValueError(f"--{name.replace('_', '-')} must be at least {1 if name == 'max_batch' else 0}")
+    started = time.perf_counter()
+    with socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET) as probe:   # a clear message, not a traceback
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((args.host, args.port))
+        except OSError as e:
+            raise ValueError(f"cannot listen on {args.host}:{args.port}: {e.strerror}") from None
+    path = resolve_model(args.model)
+    engine = Engine.load(path, threads=args.threads, max_batch=args.max_batch)
+    lexicon = None
+    if args.lexicon:
+        from ..text.lexicon import load_lexicons
+        lexicon = load_lexicons(args.lexicon)[0]
+    voices = VoiceBook(engine, args.voices, parse_voice_map(args.voice_map))
+    engine.warm_up()
+    name = args.name or path.stem
+    settings = ServerSettings(name, key, args.max_batch, args.max_queue, args.request_timeout)
+    app = create_app(engine, voices, settings, lexicon)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    print(f"kazeia serve: {name} ({engine.info.variant}, {engine.info.size_label}) on http://{args.host}:{args.port} "
+          f"in {time.perf_counter() - started:.1f} s; POST /v1/audio/speech, GET /v1/audio/voices, /metrics"
+          f"{'' if key else ' (no API key: loopback only)'}", file=sys.stderr, flush=True)
+    # uvicorn stops gracefully on SIGTERM, then raises it again to the handler it found: a quiet one,
+    # so a stop asked for is exit 0
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
+                timeout_graceful_shutdown=args.shutdown_grace)
+    print("kazeia serve: stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,284 @@
+"""The speech server on loopback, driven by the official `openai` client (and httpx where a client
+would not send what is tested): every response format decodes to the engine's own audio, streaming
+and SSE, continuous batching, OpenAI-shaped errors, the queue limit, a client that leaves mid-stream,
+and SIGTERM. Servers run on 127.0.0.1 only, every wait is bounded."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+import httpx2 as httpx  # noqa: E402  (the HTTP client the openai package itself uses)
+import openai  # noqa: E402
+import soundfile  # noqa: E402
+import uvicorn  # noqa: E402
+
+from kazeia.engine import Engine, SamplingParams  # noqa: E402
+from kazeia.engine.serve.app import ServerSettings, create_app  # noqa: E402
+from kazeia.engine.serve.encoders import encoder, pcm16  # noqa: E402
+from kazeia.engine.serve.voices import VoiceBook  # noqa: E402
+
+KEY = "test-key"
+TEXT = "Hello from the server."
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Running:
+    """A uvicorn server of `app` on a loopback port, in a thread of this process."""
+
+    def __init__(self, app):
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started:
+            assert time.time() < deadline, "the server did not start"
+            time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def client(self, key: str = KEY) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, timeout=120)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from kazeia.engine import demo_model_path
+    return Engine.load(demo_model_path(), threads=2, max_batch=4)
+
+
+@pytest.fixture(scope="module")
+def server(engine):
+    app = create_app(engine, VoiceBook(engine), ServerSettings("demo", api_key=KEY, max_batch=4, max_queue=4))
+    running = Running(app)
+    yield running
+    running.stop()
+
+
+def engine_audio(engine, text=TEXT, speaker="serena", frames=6, seed=0) -> np.ndarray:
+    sampling = SamplingParams.from_model(engine.info, max_frames=frames, seed=seed)
+    return engine.synthesize(text, speaker=speaker, sampling=sampling).audio
+
+
+def speech(client, fmt="pcm", text=TEXT, voice="alloy", frames=6, **extra) -> bytes:
+    return client.audio.speech.create(model="tts-1", voice=voice, input=text, response_format=fmt,
+                                      extra_body={"max_frames": frames, **extra}).content
+
+
+def test_every_format_is_the_engines_audio(server, engine):
+    expected = engine_audio(engine)   # "alloy" is the model's first speaker
+    client = server.client()
+    pcm = np.frombuffer(speech(client, "pcm"), "<i2")
+    np.testing.assert_array_equal(pcm, np.frombuffer(pcm16(expected), "<i2"))
+    for fmt in ("wav", "flac"):   # lossless: the same 16-bit samples
+        audio, rate = soundfile.read(io.BytesIO(speech(client, fmt)), dtype="int16")
+        assert rate == 24000
+        np.testing.assert_array_equal(audio, pcm)
+    import av
+
+    def decode(data: bytes) -> tuple[np.ndarray, int]:
+        with av.open(io.BytesIO(data)) as container:
+            samples = np.concatenate([f.to_ndarray().reshape(-1) for f in container.decode(audio=0)])
+            return samples, container.streams.audio[0].codec_context.sample_rate
+    for fmt in ("mp3", "opus", "aac"):   # lossy: what that encoder makes of the engine's audio
+        decoded, rate = decode(speech(client, fmt))
+        whole = encoder(fmt, 24000)
+        np.testing.assert_array_equal(decoded, decode(whole.feed(expected) + whole.finish())[0])   # (fed frame by frame)
+        if rate == 48000:   # (an Ogg Opus decoder speaks at 48 kHz)
+            decoded = decoded[::2]
+        assert abs(len(decoded) - len(expected)) <= 2400, fmt   # the encoder's priming and padding
+        rms = lambda x: float(np.sqrt(np.mean(np.square(x, dtype=np.float64))))  # noqa: E731
+        assert 0.5 < rms(decoded) / rms(expected) < 1.5, fmt
+
+
+def test_sse_and_streamed_audio_arrive_in_pieces(server, engine):
+    expected = pcm16(engine_audio(engine, frames=24))
+    client = server.client()
+    with client.audio.speech.with_streaming_response.create(
+            model="tts-1", voice="alloy", input=TEXT, response_format="pcm",
+            extra_body={"max_frames": 24, "stream_format": "sse"}) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
+    deltas = [e for e in events if e["type"] == "speech.audio.delta"]
+    assert len(deltas) > 3 and events[-1]["type"] == "speech.audio.done"
+    assert events[-1]["usage"]["output_tokens"] == 24
+    assert b"".join(base64.b64decode(d["audio"]) for d in deltas) == expected
+    with client.audio.speech.with_streaming_response.create(
+            model="tts-1", voice="alloy", input=TEXT, response_format="wav", extra_body={"max_frames": 24}) as response:
+        body = b"".join(response.iter_bytes())
+    assert body[:4] == b"RIFF" and body[44:] == expected
+
+
+def test_concurrent_requests_share_batches_and_each_is_its_own(server, engine):
+    texts = ["First of three.", "The second one, a bit longer.", "Third."]
+    expected = [pcm16(engine_audio(engine, t, frames=30, seed=i)) for i, t in enumerate(texts)]
+    steps_before = engine._batcher.steps
+    got: dict[int, bytes] = {}
+
+    def ask(i: int) -> None:
+        got[i] = speech(server.client(), "pcm", texts[i], frames=30, seed=i)
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert [got.get(i) == expected[i] for i in range(3)] == [True] * 3
+    assert engine._batcher.largest_batch >= 2
+    assert engine._batcher.steps - steps_before < 3 * 30   # steps were shared
+
+
+def test_errors_are_openai_shaped_and_name_the_field(server):
+    client = server.client()
+    with pytest.raises(openai.NotFoundError) as e:
+        client.audio.speech.create(model="whisper-9", voice="alloy", input="Hi.")
+    assert e.value.body["param"] == "model" and "unknown model 'whisper-9'" in e.value.body["message"]
+    with pytest.raises(openai.NotFoundError) as e:
+        client.audio.speech.create(model="tts-1", voice="nobody", input="Hi.")
+    assert e.value.body["param"] == "voice" and "serena" in e.value.body["message"]
+    for body, param in [({"speed": 9}, "speed"), ({"response_format": "ogg"}, "response_format"),
+                        ({"temperature": 0}, "temperature"), ({"colour": "red"}, "colour")]:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.audio.speech.create(model="tts-1", voice="alloy", input="Hi.", extra_body=body)
+        assert e.value.body["param"] == param, body
+    for text, where in [("x" * 4097, "input"), ("   ", "input"), ("Fine.\nThen [pause:forever] here.", "line 2, column 6")]:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.audio.speech.create(model="tts-1", voice="alloy", input=text)
+        assert where in e.value.body["param"] + e.value.body["message"]
+    with pytest.raises(openai.AuthenticationError) as e:
+        server.client("wrong").audio.speech.create(model="tts-1", voice="alloy", input="Hi.")
+    assert e.value.body["code"] == "invalid_api_key"
+    auth = {"Authorization": f"Bearer {KEY}"}
+    r = httpx.post(server.url + "/v1/audio/speech", content=b"input=hi", headers=auth)
+    assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type"
+    r = httpx.post(server.url + "/v1/audio/speech", content=b"{" + b" " * (2 << 20) + b"}",
+                   headers={**auth, "content-type": "application/json"})
+    assert r.status_code == 413
+    r = httpx.post(server.url + "/v1/audio/speech", content=b"{not json", headers={**auth, "content-type": "application/json"})
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
+    assert httpx.get(server.url + "/v1/nothing", headers=auth).json()["error"]["code"] == "not_found"
+
+
+def test_models_voices_health_metrics(server):
+    client = server.client()
+    ids = [m.id for m in client.models.list()]
+    assert ids[0] == "demo" and "tts-1" in ids and "gpt-4o-mini-tts" in ids
+    auth = {"Authorization": f"Bearer {KEY}"}
+    voices = httpx.get(server.url + "/v1/audio/voices", headers=auth).json()
+    by_id = {v["id"]: v for v in voices["voices"]}
+    assert by_id["serena"]["kind"] == "speaker" and by_id["alloy"]["maps_to"] == "serena"
+    assert "english" in voices["languages"]
+    assert httpx.get(server.url + "/health").json()["status"] == "ok"   # (no key needed)
+    assert httpx.get(server.url + "/metrics").status_code == 401
+    text = httpx.get(server.url + "/metrics", headers=auth).text
+    assert 'kazeia_requests_total{outcome="ok"}' in text and "kazeia_ttfa_seconds_bucket" in text
+    schema = httpx.get(server.url + "/openapi.json").json()
+    assert "/v1/audio/speech" in schema["paths"]
+
+
+def test_a_long_marked_up_input_is_one_take_of_its_chunks(server, engine):
+    text = "One sentence here. [pause:200ms] Another one there."
+    sampling = SamplingParams.from_model(engine.info, max_frames=4)
+    take = engine.speak(text, speaker="serena", sampling=sampling)
+    pcm = speech(server.client(), "pcm", text, frames=4)
+    assert pcm == pcm16(take.audio) and len(take.chunks) == 2
+
+
+@pytest.mark.skipif(shutil.which("rubberband") is None, reason="Rubber Band (rubberband-cli) is not installed")
+def test_speed_stretches_the_take_keeping_its_pitch(server, engine):
+    normal = engine_audio(engine, frames=30)
+    fast, rate = soundfile.read(io.BytesIO(speech(server.client(), "wav", frames=30, speed=2.0)), dtype="float32")
+    assert abs(len(fast) - len(normal) / 2) < 0.05 * len(normal)
+
+    def peak_hz(x: np.ndarray) -> float:
+        spectrum = np.abs(np.fft.rfft(x * np.hanning(len(x))))
+        return float(np.argmax(spectrum) * rate / len(x))
+    assert abs(peak_hz(fast) - peak_hz(normal)) < 0.15 * peak_hz(normal) + 30   # pitch kept, not doubled
+
+
+def test_the_queue_is_bounded_and_a_leaving_client_frees_its_slot(engine):
+    app = create_app(engine, VoiceBook(engine), ServerSettings("demo", max_batch=1, max_queue=0))
+    running = Running(app)
+    try:
+        client = running.client("none")
+        with client.audio.speech.with_streaming_response.create(
+                model="tts-1", voice="alloy", input=TEXT, response_format="pcm",
+                extra_body={"max_frames": 2000}) as long:
+            first = next(long.iter_bytes())
+            assert first
+            with pytest.raises(openai.RateLimitError) as e:
+                client.audio.speech.create(model="tts-1", voice="alloy", input="Hi.")
+            assert int(e.value.response.headers["retry-after"]) >= 1
+        # the client has gone (the response closed mid-stream): its session ends within a few frames
+        deadline = time.time() + 30
+        while app.state.admission.admitted:
+            assert time.time() < deadline, "the session was not cancelled"
+            time.sleep(0.05)
+        metrics = httpx.get(running.url + "/metrics").text
+        assert 'kazeia_requests_total{outcome="disconnected"} 1.0' in metrics
+        assert 'kazeia_requests_total{outcome="rejected"} 1.0' in metrics
+        assert len(speech(client, "pcm", frames=3)) == 3 * 1920 * 2   # and the slot is free again
+    finally:
+        running.stop()
+
+
+def test_serve_command_starts_and_stops_on_sigterm(tmp_path):
+    port = free_port()
+    env = {**os.environ, "KAZEIA_API_KEY": ""}
+    r = subprocess.run([sys.executable, "-m", "kazeia.engine", "serve", "--model", "demo", "--host", "0.0.0.0"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 2 and "listens beyond this machine" in r.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "kazeia.engine", "serve", "--model", "demo", "--port", str(port),
+                             "--name", "mine"], stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.time() + 60
+        while True:
+            assert time.time() < deadline and proc.poll() is None, "the server did not start"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0)
+        audio = client.audio.speech.create(model="mine", voice="vivian", input="Hi.", response_format="pcm",
+                                           extra_body={"max_frames": 3}).content
+        assert len(audio) == 3 * 1920 * 2
+        # SIGTERM during a stream: no new connections, the stream ends whole, exit 0
+        with client.audio.speech.with_streaming_response.create(
+                model="mine", voice="vivian", input="A longer one.", response_format="pcm",
+                extra_body={"max_frames": 150}) as response:
+            parts = response.iter_bytes()
+            got = next(parts)
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+            with pytest.raises(httpx.TransportError):
+                httpx.get(f"http://127.0.0.1:{port}/health")
+            got += b"".join(parts)
+        assert len(got) == 150 * 1920 * 2
+        assert proc.wait(30) == 0
+        log = proc.stderr.read()
+        assert "on http://127.0.0.1:" in log and "voice=vivian chars=3 frames=3" in log and "outcome=ok" in log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
