@@ -531,6 +531,10 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--model", required=True, help='a GGUF file, or "demo" for the bundled demo model')
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback: needs an API key)")
     sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--wyoming", default=None, metavar="tcp://HOST:PORT",
+                    help="also serve Wyoming (Home Assistant) there, e.g. tcp://127.0.0.1:10200 (it has no keys)")
+    sv.add_argument("--cors-origin", action="append", default=None, metavar="ORIGIN",
+                    help="let web pages from ORIGIN call the API (repeat for more; default: none)")
     sv.add_argument("--api-key", default=None, help="clients send Authorization: Bearer KEY (default: $KAZEIA_API_KEY)")
     sv.add_argument("--name", default=None, help="the model's name in requests (default: the file's stem)")
     sv.add_argument("--max-batch", type=int, default=4, help="requests synthesized together")

@@ -70,7 +70,7 @@ def engine():
 
 @pytest.fixture(scope="module")
 def server(engine):
-    app = create_app(engine, VoiceBook(engine), ServerSettings("demo", api_key=KEY, max_batch=4, max_queue=4))
+    app = create_app(engine, VoiceBook(engine.model), ServerSettings("demo", api_key=KEY, max_batch=4, max_queue=4))
     running = Running(app)
     yield running
     running.stop()
@@ -217,7 +217,7 @@ def test_speed_stretches_the_take_keeping_its_pitch(server, engine):
 
 
 def test_the_queue_is_bounded_and_a_leaving_client_frees_its_slot(engine):
-    app = create_app(engine, VoiceBook(engine), ServerSettings("demo", max_batch=1, max_queue=0))
+    app = create_app(engine, VoiceBook(engine.model), ServerSettings("demo", max_batch=1, max_queue=0))
     running = Running(app)
     try:
         client = running.client("none")
@@ -248,6 +248,12 @@ def test_serve_command_starts_and_stops_on_sigterm(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kazeia.engine", "serve", "--model", "demo", "--host", "0.0.0.0"],
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 2 and "listens beyond this machine" in r.stderr
+    for args, says in [(["--model", tmp_path / "none.gguf"], "none.gguf"),
+                       (["--model", "demo", "--wyoming", "10200"], "give tcp://HOST:PORT"),
+                       (["--model", "demo", "--voice-map", "alloy=nobody"], "no speaker or voice profile 'nobody'")]:
+        r = subprocess.run([sys.executable, "-m", "kazeia.engine", "serve", "--port", str(port), *map(str, args)],
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
     proc = subprocess.Popen([sys.executable, "-m", "kazeia.engine", "serve", "--model", "demo", "--port", str(port),
                              "--name", "mine"], stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -282,3 +288,105 @@ def test_serve_command_starts_and_stops_on_sigterm(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_wyoming_describe_synthesize_and_streamed_text(engine):
+    import asyncio
+
+    from wyoming.audio import AudioChunk, AudioStart, AudioStop
+    from wyoming.client import AsyncTcpClient
+    from wyoming.error import Error
+    from wyoming.info import Describe, Info
+    from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped,
+                             SynthesizeVoice)
+    port = free_port()
+    app = create_app(engine, VoiceBook(engine.model), ServerSettings("demo", wyoming=("127.0.0.1", port)))
+    running = Running(app)
+
+    async def until(client, kind) -> list:
+        events = []
+        while True:
+            event = await asyncio.wait_for(client.read_event(), 60)
+            assert event is not None, "the server closed the connection"
+            events.append(event)
+            if kind(event.type) or Error.is_type(event.type):
+                return events
+
+    def audio_of(events) -> bytes:
+        return b"".join(AudioChunk.from_event(e).audio for e in events if AudioChunk.is_type(e.type))
+
+    async def talk():
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            await client.write_event(Describe().event())
+            info = Info.from_event((await until(client, Info.is_type))[-1])
+            program = info.tts[0]
+            assert program.supports_synthesize_streaming
+            names = [v.name for v in program.voices]
+            assert names[0] == "serena" and "alloy" not in names and "en" in program.voices[0].languages
+            # one text: audio-start, chunks as made, audio-stop; the engine's own samples
+            await client.write_event(Synthesize(text="Hello there.", voice=SynthesizeVoice(name="vivian")).event())
+            events = await until(client, AudioStop.is_type)
+            start = AudioStart.from_event(events[0])
+            assert (start.rate, start.width, start.channels) == (24000, 2, 1)
+            sampling = SamplingParams.from_model(engine.info)
+            expected = engine.synthesize("Hello there.", speaker="vivian", sampling=sampling).audio
+            assert audio_of(events) == pcm16(expected)
+            # an unknown voice: an error event, and the connection goes on
+            await client.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice(name="nobody")).event())
+            error = Error.from_event((await until(client, lambda t: False))[-1])
+            assert error.code == "voice_not_found" and "serena" in error.text
+            # a streamed text is spoken a sentence at a time as each one is complete
+            await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="ryan")).event())
+            for piece in ("The first sentence", " is here. The sec", "ond one follows."):
+                await client.write_event(SynthesizeChunk(text=piece).event())
+            first = await until(client, AudioStop.is_type)   # before the stream is over
+            await client.write_event(Synthesize(text="The first sentence is here. The second one follows.").event())
+            await client.write_event(SynthesizeStop().event())
+            second = await until(client, SynthesizeStopped.is_type)
+            assert sum(AudioStop.is_type(e.type) for e in second) == 1   # (the whole text sent too: not spoken twice)
+            alone = [engine.synthesize(t, speaker="ryan", sampling=sampling).audio
+                     for t in ("The first sentence is here.", "The second one follows.")]
+            assert audio_of(first) == pcm16(alone[0]) and audio_of(second) == pcm16(alone[1])
+    try:
+        asyncio.run(talk())
+    finally:
+        running.stop()
+    assert app.state.admission.admitted == 0
+
+
+def test_503_while_the_model_loads_then_served(engine):
+    from kazeia.engine.serve.gate import LoadingGate
+    release = threading.Event()
+
+    def load():
+        assert release.wait(60)
+        return create_app(engine, VoiceBook(engine.model), ServerSettings("demo"))
+    running = Running(LoadingGate(load))
+    try:
+        r = httpx.get(running.url + "/health")
+        assert r.status_code == 503 and r.json()["status"] == "loading" and r.headers["retry-after"] == "2"
+        with pytest.raises(openai.InternalServerError) as e:
+            speech(running.client(), "pcm", frames=2)
+        assert e.value.status_code == 503 and e.value.body["code"] == "model_loading"
+        release.set()
+        deadline = time.time() + 30
+        while httpx.get(running.url + "/health").status_code != 200:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        assert len(speech(running.client(), "pcm", frames=2)) == 2 * 1920 * 2
+    finally:
+        running.stop()
+    failures = []
+
+    def broken():
+        raise ValueError("model.gguf: not a GGUF file")
+    running = Running(LoadingGate(broken, failures.append))
+    try:
+        deadline = time.time() + 30
+        while not failures:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        r = httpx.post(running.url + "/v1/audio/speech", json={})
+        assert r.status_code == 503 and "failed to load: model.gguf: not a GGUF file" in r.json()["error"]["message"]
+    finally:
+        running.stop()

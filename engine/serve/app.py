@@ -1,5 +1,6 @@
 """The HTTP app: OpenAI's `POST /v1/audio/speech` over the batched engine, and `GET /v1/models`,
-`/v1/audio/voices`, `/health`, `/metrics`. Every request is a session of the engine's batcher, so
+`/v1/audio/voices`, `/health`, `/metrics`; with a Wyoming port, Home Assistant's protocol beside it
+on the same engine, voices and limits (wyoming_tts.py). Every request is a session of the engine's batcher, so
 concurrent requests share each talker and code-predictor step; beyond `max_batch` running and
 `max_queue` waiting a request gets 429 with Retry-After. A client that goes away mid-stream cancels
 its session within a frame. One log line per request."""
@@ -15,7 +16,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
@@ -28,7 +29,8 @@ from ..text.markup import MarkupError
 from .encoders import MEDIA_TYPES, STREAMED, encoder
 from .errors import ApiError, api_error_handler, http_error_handler, param_of
 from .metrics import Metrics
-from .speech import MODEL_ALIASES, SpeechJob, SpeechRequest, check_speed, parse, whole_take
+from .job import SpeechJob
+from .speech import MODEL_ALIASES, SpeechRequest, check_speed, parse, whole_take
 from .voices import UnknownVoice, VoiceBook
 
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ class ServerSettings:
     max_queue: int = 16
     request_timeout_s: float = 300.0
     max_body_bytes: int = 1 << 20
+    wyoming: tuple[str, int] | None = None   # (host, port) of a Wyoming server beside the HTTP one
+    cors_origins: list[str] = field(default_factory=list)   # web pages that may call the API (none: CORS off)
 
 
 class Admission:
@@ -81,10 +85,23 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
     async def lifespan(app: FastAPI):
         limiter = anyio.to_thread.current_default_thread_limiter()   # each admitted request may wait in one
         limiter.total_tokens = max(limiter.total_tokens, admission.limit + 8)
-        yield
+        if settings.wyoming is None:
+            yield
+            return
+        from .wyoming_tts import WyomingService
+        service = WyomingService(engine, voices, admission, settings.model_name, finish, lexicon)
+        wyoming = await service.start(*settings.wyoming)
+        try:
+            yield
+        finally:
+            await wyoming.stop()
 
     app = FastAPI(title="Kazeia speech server", version="1", description="OpenAI-compatible speech on Kazeia's engine",
                   lifespan=lifespan)
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "Content-Type"])
     app.add_exception_handler(ApiError, api_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
     metrics = Metrics()
@@ -136,7 +153,7 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
         ttfa = f"{job.ttfa_ms:.0f}" if job.ttfa_ms is not None else "-"
         rtf = f"{job.rtf:.2f}" if job.samples else "-"
         log.info("%s voice=%s chars=%d frames=%d ttfa_ms=%s rtf=%s outcome=%s", rid, job.voice.name,
-                 len(job.request.input), job.frames, ttfa, rtf, outcome)
+                 len(job.text), job.frames, ttfa, rtf, outcome)
 
     speech_schema = {"requestBody": {"required": True,
                                      "content": {"application/json": {"schema": SpeechRequest.model_json_schema()}}}}
@@ -164,7 +181,7 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
                                 f"{wait} s", None, "server_busy", headers={"Retry-After": str(wait)})
         metrics.occupancy(admission.admitted, settings.max_batch)
         rid = "speech-" + uuid.uuid4().hex[:12]
-        job = SpeechJob(engine, req, voice, lexicon)
+        job = SpeechJob(engine, req.input, voice, req.language, req.instructions, req.sampling(engine), lexicon)
         try:
             await anyio.to_thread.run_sync(job.start)
             first = await anyio.to_thread.run_sync(job.next_audio)
@@ -180,22 +197,23 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
         headers = {"x-request-id": rid}
         sse = req.stream_format == "sse"
         if req.speed != 1.0 or req.response_format not in STREAMED:
-            return await whole_response(job, rid, first, headers, sse)
+            return await whole_response(job, rid, first, req, headers)
         media = "text/event-stream" if sse else MEDIA_TYPES[req.response_format]
-        return StreamingResponse(stream_body(job, rid, first, sse), media_type=media, headers=headers)
+        return StreamingResponse(stream_body(job, rid, first, req.response_format, sse), media_type=media,
+                                 headers=headers)
 
     def delta(data: bytes) -> bytes:
         event = {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}
         return f"data: {json.dumps(event)}\n\n".encode()
 
     def done(job: SpeechJob) -> bytes:
-        tokens = engine.count_text_tokens(job.request.input)
+        tokens = engine.count_text_tokens(job.text)
         event = {"type": "speech.audio.done",
                  "usage": {"input_tokens": tokens, "output_tokens": job.frames, "total_tokens": tokens + job.frames}}
         return f"data: {json.dumps(event)}\n\n".encode()
 
-    async def stream_body(job: SpeechJob, rid: str, first: np.ndarray | None, sse: bool):
-        enc = encoder(job.request.response_format, rate)
+    async def stream_body(job: SpeechJob, rid: str, first: np.ndarray | None, fmt: str, sse: bool):
+        enc = encoder(fmt, rate)
         outcome = "error"
         try:
             audio = first
@@ -222,9 +240,8 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
             job.cancel()
             finish(job, rid, outcome)
 
-    async def whole_response(job: SpeechJob, rid: str, first: np.ndarray | None, headers: dict, sse: bool):
+    async def whole_response(job: SpeechJob, rid: str, first: np.ndarray | None, req: SpeechRequest, headers: dict):
         """The whole take in one body: a format that does not stream (FLAC), or stretched (speed != 1)."""
-        req = job.request
         try:
             parts = [] if first is None else [first]
             while True:
@@ -246,7 +263,7 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
             finish(job, rid, "error")
             raise
         finish(job, rid, "ok")
-        if sse:
+        if req.stream_format == "sse":
             return Response(delta(data) + done(job), media_type="text/event-stream", headers=headers)
         return Response(data, media_type=MEDIA_TYPES[req.response_format], headers=headers)
 

@@ -1,13 +1,9 @@
 """One `POST /v1/audio/speech`: the request as OpenAI specifies it (plus Kazeia's own optional
-sampling fields), checked field by field, and its synthesis: a stream of the engine (a request that
-is one chunk joins the engine's batch as one session; a long or marked-up text runs as its chunks
-on the same batcher) whose audio is encoded as it comes, or, with a speed other than 1.0, the whole
-take time-stretched (Rubber Band: pitch kept) and then encoded."""
+sampling fields), checked field by field; with a speed other than 1.0 its whole take is
+time-stretched (Rubber Band: pitch kept) before it is encoded."""
 from __future__ import annotations
 
 import shutil
-import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -19,7 +15,6 @@ from .errors import ApiError
 
 if TYPE_CHECKING:
     from ..synthesis import Engine
-    from .voices import NamedVoice
 
 MAX_INPUT_CHARS = 4096   # OpenAI's limit
 MODEL_ALIASES = ("kazeia", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")   # names clients hard-code
@@ -90,53 +85,6 @@ def stretch(audio: np.ndarray, sample_rate: int, speed: float) -> np.ndarray:
     """`speed` times faster (2.0: half the duration), pitch kept."""
     import pyrubberband
     return np.asarray(pyrubberband.time_stretch(audio, sample_rate, speed), np.float32)
-
-
-@dataclass
-class SpeechJob:
-    """The synthesis of one request, driven from the server's threads: `start` (checks and submits;
-    ValueError names what is wrong), then `next_audio` until None. `cancel` stops it within a frame."""
-    engine: "Engine"
-    request: SpeechRequest
-    voice: "NamedVoice"
-    lexicon: object = None
-    started: float = field(default_factory=time.perf_counter)
-    ttfa_ms: float | None = None
-    samples: int = 0
-    frames: int = 0
-    _stream: object = None
-
-    def start(self) -> None:
-        r, v = self.request, self.voice
-        instruct = r.instructions if r.instructions is not None else v.instruct
-        self._stream = self.engine.stream(r.input, speaker=v.speaker, language=r.language or "auto", instruct=instruct,
-                                          voice=v.voice, sampling=r.sampling(self.engine), lexicon=self.lexicon)
-
-    def next_audio(self) -> np.ndarray | None:
-        for chunk in self._stream:
-            if self.ttfa_ms is None:
-                self.ttfa_ms = 1000 * (time.perf_counter() - self.started)
-            self.samples += len(chunk.audio)
-            self.frames = chunk.timings.frames
-            return chunk.audio
-        result = self._stream.result
-        if result is not None:
-            self.frames = len(result.codes)
-        return None
-
-    def cancel(self) -> None:
-        if self._stream is not None:
-            self._stream.cancel()
-
-    @property
-    def stop_reason(self) -> str | None:
-        result = getattr(self._stream, "result", None)
-        return result.stop_reason if result is not None else None
-
-    @property
-    def rtf(self) -> float:
-        seconds = self.samples / self.engine.info.sample_rate
-        return (time.perf_counter() - self.started) / seconds if seconds else float("nan")
 
 
 def whole_take(fmt: str, audio: np.ndarray, sample_rate: int, speed: float) -> bytes:

@@ -13,7 +13,7 @@ from ..prompt import Voice
 from ..voice import load_voice
 
 if TYPE_CHECKING:
-    from ..synthesis import Engine
+    from ..model_file import ModelFile
 
 # OpenAI's voices, in its own order; VoiceDesign speaks each as its one-line description
 OPENAI_VOICES = {
@@ -51,8 +51,8 @@ class UnknownVoice(KeyError):
 
 
 class VoiceBook:
-    def __init__(self, engine: "Engine", profiles: str | Path | None = None, mapping: dict[str, str] | None = None):
-        info = engine.info
+    def __init__(self, model: "ModelFile", profiles: str | Path | None = None, mapping: dict[str, str] | None = None):
+        info = model.info
         self.variant = info.variant
         self._voices: dict[str, NamedVoice] = {}
         for s in info.speakers:
@@ -64,7 +64,7 @@ class VoiceBook:
             if self.variant != "base":
                 raise ValueError(f"--voices: voice profiles need a Base model; {info.path.name} is {self.variant}")
             for path in sorted(folder.glob("*.kzvoice")):
-                self._voices[path.stem.casefold()] = NamedVoice(path.stem, "profile", voice=load_voice(path, engine.model))
+                self._voices[path.stem.casefold()] = NamedVoice(path.stem, "profile", voice=load_voice(path, model))
         own = list(self._voices.values())
         for i, (alias, description) in enumerate(OPENAI_VOICES.items()):
             if alias in self._voices:

@@ -14,7 +14,7 @@ from typing import Callable
 import sentencex
 
 # The model's language names -> sentencex's codes (dialects speak Chinese text)
-_CODES = {"english": "en", "chinese": "zh", "japanese": "ja", "korean": "ko", "german": "de", "french": "fr",
+LANGUAGE_CODES = {"english": "en", "chinese": "zh", "japanese": "ja", "korean": "ko", "german": "de", "french": "fr",
           "russian": "ru", "portuguese": "pt", "spanish": "es", "italian": "it", "beijing_dialect": "zh",
           "sichuan_dialect": "zh"}
 # abbreviations sentencex ends a sentence at, that in running text never end one
@@ -47,7 +47,7 @@ class Budget:
 def language_code(language: str | None, text: str) -> str:
     """sentencex's code for a model language name; for auto (None), from the text's script."""
     if language and language.lower() != "auto":
-        return _CODES.get(language.lower(), "en")
+        return LANGUAGE_CODES.get(language.lower(), "en")
     counts = {"kana": 0, "han": 0, "hangul": 0, "cyrillic": 0}
     for c in text[:2000]:
         name = unicodedata.name(c, "")

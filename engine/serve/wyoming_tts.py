@@ -1,0 +1,131 @@
+"""Wyoming, the protocol Home Assistant speaks to local voice services: `describe` answers with the
+voices (each with the model's languages as codes, "en", "de", ...), `synthesize` with `audio-start`,
+16-bit 24 kHz `audio-chunk`s as they are made and `audio-stop`, and a streamed text
+(`synthesize-start`, `-chunk`s, `-stop`, what an LLM answer gives) is spoken sentence by sentence as
+each one is complete, then `synthesize-stopped`. The server's engine, voices and admission are the
+HTTP app's: Wyoming requests share its batches and its limits. A request that cannot be spoken gets an
+`error` event naming why; the connection stays open."""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import anyio
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
+from wyoming.server import AsyncEventHandler, AsyncTcpServer
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
+
+from ..text.markup import MarkupError
+from ..text.sentences import LANGUAGE_CODES, split_sentences
+from .encoders import pcm16
+from .job import SpeechJob
+from .voices import UnknownVoice, VoiceBook
+
+if TYPE_CHECKING:
+    from ..synthesis import Engine
+
+_ATTRIBUTION = Attribution(name="Kazeia", url="https://github.com/QwenLM/Qwen3-TTS")
+
+
+class WyomingService:
+    """What every connection's handler shares."""
+
+    def __init__(self, engine: "Engine", voices: VoiceBook, admission, model_name: str, on_finish, lexicon=None):
+        self.engine, self.voices, self.admission, self.lexicon = engine, voices, admission, lexicon
+        self.on_finish = on_finish   # (job, request id, outcome): the server's log line and metrics
+        self.rate = engine.info.sample_rate
+        languages = [name for name in engine.info.languages if name in LANGUAGE_CODES]
+        self.by_code = {LANGUAGE_CODES[name]: name for name in reversed(languages)}   # (a dialect never wins)
+        codes = sorted({LANGUAGE_CODES[name] for name in languages})
+        voices_info = [TtsVoice(name=v["id"], attribution=_ATTRIBUTION, installed=True,
+                                description=v.get("instructions") or f"{model_name}: {v['kind']} {v['id']}",
+                                version=None, languages=codes)
+                       for v in voices.listing() if "maps_to" not in v]
+        self.info = Info(tts=[TtsProgram(name="kazeia", attribution=_ATTRIBUTION, installed=True,
+                                         description=f"Kazeia speech ({model_name})", version="1",
+                                         voices=voices_info, supports_synthesize_streaming=True)])
+        self.default_voice = voices_info[0].name if voices_info else None
+
+    def language(self, code: str | None) -> str | None:
+        """A Wyoming language ("en", "en_US", "de-DE") as the model's name for it."""
+        if not code:
+            return None
+        return self.by_code.get(code.replace("-", "_").split("_")[0].lower())
+
+    def handler(self, reader, writer) -> "WyomingHandler":
+        return WyomingHandler(self, reader, writer)
+
+    async def start(self, host: str, port: int) -> AsyncTcpServer:
+        server = AsyncTcpServer(host, port)
+        await server.start(self.handler)
+        return server
+
+
+class WyomingHandler(AsyncEventHandler):
+    def __init__(self, service: WyomingService, reader, writer):
+        super().__init__(reader, writer)
+        self.service = service
+        self._streamed: Synthesize | None = None   # a streamed text: its voice, and what is not yet spoken
+        self._pending = ""
+
+    async def handle_event(self, event: Event) -> bool:
+        if Describe.is_type(event.type):
+            await self.write_event(self.service.info.event())
+        elif SynthesizeStart.is_type(event.type):
+            start = SynthesizeStart.from_event(event)
+            self._streamed, self._pending = Synthesize(text="", voice=start.voice), ""
+        elif SynthesizeChunk.is_type(event.type) and self._streamed is not None:
+            self._pending += SynthesizeChunk.from_event(event).text
+            sentences = split_sentences(self._pending, self._language(self._streamed)) if self._pending.strip() else []
+            for sentence in sentences[:-1]:   # the last may not be finished yet
+                await self._speak(sentence, self._streamed)
+            self._pending = self._pending[self._pending.rfind(sentences[-1]):] if sentences else self._pending
+        elif SynthesizeStop.is_type(event.type) and self._streamed is not None:
+            if self._pending.strip():
+                await self._speak(self._pending, self._streamed)
+            self._streamed, self._pending = None, ""
+            await self.write_event(SynthesizeStopped().event())
+        elif Synthesize.is_type(event.type):
+            if self._streamed is None:   # (a streaming client sends the whole text too: spoken once)
+                request = Synthesize.from_event(event)
+                await self._speak(request.text, request)
+        return True
+
+    def _language(self, request: Synthesize) -> str | None:
+        voice = request.voice
+        return self.service.language(voice.language) if voice is not None else None
+
+    async def _speak(self, text: str, request: Synthesize) -> None:
+        service = self.service
+        wanted = request.voice.name if request.voice is not None and request.voice.name else service.default_voice
+        try:
+            voice = service.voices.resolve(wanted or "")
+        except UnknownVoice as e:
+            await self.write_event(Error(text=e.message, code="voice_not_found").event())
+            return
+        if not service.admission.enter():
+            await self.write_event(Error(text="the server is full; try again", code="server_busy").event())
+            return
+        job = SpeechJob(service.engine, text, voice, self._language(request), lexicon=service.lexicon)
+        rid, outcome = f"wyoming-{int(time.time() * 1000) % 10 ** 9}", "error"
+        try:
+            await anyio.to_thread.run_sync(job.start)
+            audio = await anyio.to_thread.run_sync(job.next_audio)
+            await self.write_event(AudioStart(rate=service.rate, width=2, channels=1).event())
+            while audio is not None:
+                await self.write_event(AudioChunk(rate=service.rate, width=2, channels=1, audio=pcm16(audio)).event())
+                audio = await anyio.to_thread.run_sync(job.next_audio)
+            await self.write_event(AudioStop().event())
+            outcome = "ok"
+        except (ValueError, MarkupError) as e:
+            outcome = "invalid"
+            await self.write_event(Error(text=str(e), code="invalid_request").event())
+        except (ConnectionError, anyio.get_cancelled_exc_class()):
+            outcome = "disconnected"
+            raise
+        finally:
+            job.cancel()
+            service.on_finish(job, rid, outcome)
