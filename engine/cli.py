@@ -510,6 +510,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--long", action="store_true",
                    help="a ~2,000-character text through the long-text front end: its chunks batched "
                         "(--batch, default 4) against one at a time, and TTFA against one sentence")
+    b.add_argument("--serve", action="store_true",
+                   help="the speech server on loopback with --clients concurrent streaming clients: p50/p95 TTFA "
+                        "and aggregate throughput per count (--frames each, default 100)")
+    b.add_argument("--clients", type=batch_sizes, default=[1, 2, 4, 8], metavar="N,N,...",
+                   help="client counts for --serve")
     b.add_argument("--size", choices=SIZES, default="0.6b", help="random model to make and measure")
     b.add_argument("--frames", type=int, default=None,
                    help="frames per utterance (default 50; with --long a cap per chunk, default none)")

@@ -14,17 +14,27 @@ def reset_peak_rss() -> None:
         pass
 
 
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process since it started or since reset_peak_rss() (VmHWM; not
-    ru_maxrss, which a child inherits from its parent's peak across fork and exec)."""
+def _status_mb(field: str) -> float | None:
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return None
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process since it started or since reset_peak_rss() (VmHWM; not
+    ru_maxrss, which a child inherits from its parent's peak across fork and exec)."""
+    peak = _status_mb("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mb() -> float:
+    """Resident memory of this process now (VmRSS; 0 where /proc is missing)."""
+    return _status_mb("VmRSS") or 0.0
 
 
 def machine_busy_seconds():

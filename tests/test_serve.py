@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,38 +27,19 @@ import uvicorn  # noqa: E402
 from kazeia.engine import Engine, SamplingParams  # noqa: E402
 from kazeia.engine.serve.app import ServerSettings, create_app  # noqa: E402
 from kazeia.engine.serve.encoders import encoder, pcm16  # noqa: E402
+from kazeia.engine.serve.load import clients  # noqa: E402
+from kazeia.engine.serve.local import LocalServer, free_port  # noqa: E402
 from kazeia.engine.serve.voices import VoiceBook  # noqa: E402
 
 KEY = "test-key"
 TEXT = "Hello from the server."
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Running:
-    """A uvicorn server of `app` on a loopback port, in a thread of this process."""
-
-    def __init__(self, app):
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.time() + 30
-        while not self.server.started:
-            assert time.time() < deadline, "the server did not start"
-            time.sleep(0.02)
-        self.url = f"http://127.0.0.1:{self.port}"
+class Running(LocalServer):
+    """A server of `app` on a loopback port, in a thread of this process, with the official client."""
 
     def client(self, key: str = KEY) -> openai.OpenAI:
         return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, timeout=120)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
 
 
 @pytest.fixture(scope="module")
@@ -390,3 +370,36 @@ def test_503_while_the_model_loads_then_served(engine):
         assert r.status_code == 503 and "failed to load: model.gguf: not a GGUF file" in r.json()["error"]["message"]
     finally:
         running.stop()
+
+
+def test_bounded_load_every_response_whole_or_a_documented_429(engine):
+    """1, 2, 4 and 8 clients at once against 4 batch slots and 2 queue places: every response is
+    complete or a 429 (only beyond capacity), the process's memory stays bounded."""
+    from kazeia.engine.proc_stats import current_rss_mb
+    app = create_app(engine, VoiceBook(engine.model), ServerSettings("demo", max_batch=4, max_queue=2))
+    frames, whole = 40, 40 * 1920 * 2
+    with Running(app) as running:
+        clients(running.url, 1, 2, "alloy")
+        rss_before = current_rss_mb()
+        for count in (1, 2, 4, 8, 8):
+            results, wall = clients(running.url, count, frames, "alloy", timeout_s=120)
+            assert wall < 120
+            ok = [r for r in results if r["status"] == 200]
+            assert all(r["bytes"] == whole for r in ok), [r["bytes"] for r in ok]   # none cut short
+            assert all(r["status"] in (200, 429) for r in results), results
+            assert len(ok) == count if count <= 6 else len(ok) >= 6   # (429s only beyond the 6 places)
+        assert app.state.admission.admitted == 0
+        assert current_rss_mb() - rss_before < 300
+
+
+def test_bench_serve_reports_ttfa_and_throughput_per_client_count():
+    r = subprocess.run([sys.executable, "-m", "kazeia.engine", "bench", "--serve", "--model", "demo", "--clients", "2",
+                        "--frames", "4", "--json", "-", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout[r.stdout.index("{"):r.stdout.rindex("}") + 1])
+    assert result["stage"] == "serve" and set(result["clients"]) == {"1", "2"}   # (one client always, to compare)
+    for d in result["clients"].values():
+        assert d["lost"] == 0 and 0 < d["ttfa_p50_s"] <= d["ttfa_p95_s"] and d["throughput"] > 0
+    assert result["clients"]["1"]["vs_one_client"] == 1.0
+    from kazeia.engine.bench.report import summary
+    assert "TTFA p95 ms" in summary(result)

@@ -14,6 +14,11 @@ def main_bench(args) -> int:
         result = bench_levels(tuple(args.cpu), size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
                               frames=args.frames, threads=args.threads, runs=args.runs, model_path=args.model,
                               progress=not args.quiet, ggml_lib=args.ggml_lib)
+    elif args.serve:
+        from .serve import bench_serve
+        result = bench_serve(tuple(args.clients), size=args.size, out_type=args.type,
+                             decoder_type=args.decoder_type or "f16", frames=frames_cap or 100, threads=args.threads,
+                             runs=args.runs, model_path=args.model, progress=not args.quiet)
     elif args.long:
         from .long import bench_long
         result = bench_long(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",

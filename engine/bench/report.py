@@ -62,6 +62,14 @@ def summary(result: dict) -> str:
                      f"{result['ttfa_vs_one_sentence']:.2f}x that of the first sentence alone "
                      f"({result['one_sentence_ttfa_ms']:.0f} ms); medians of {result['runs']} alternating round(s)")
         return "\n".join(lines)
+    if stage == "serve":
+        lines[0] += f", {result['type']}; {result['frames']} frames per request, streamed as pcm"
+        rows = [[n, f"{d['ttfa_p50_s'] * 1000:.0f}", f"{d['ttfa_p95_s'] * 1000:.0f}", f"{d['throughput']:.2f}",
+                 f"{d['vs_one_client']:.2f}x", f"{d['rtf']:.2f}", f"{d['lost']}/{d['requests']}"]
+                for n, d in result["clients"].items()]
+        lines += _table(["clients", "TTFA p50 ms", "TTFA p95 ms", "audio s per s", "vs 1 client", "RTF", "lost"], rows)
+        lines.append(f"medians of {result['runs']} alternating round(s); TTFA percentiles over every request")
+        return "\n".join(lines)
     if stage == "all":
         k = result["kazeia"]
         lines[0] += f", {result['type']} with a {result['decoder_type']} decoder, {result['frames']} frames"
