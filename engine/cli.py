@@ -549,6 +549,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="what an OpenAI voice name (alloy, ...) speaks as; repeat for more")
     sv.add_argument("--lexicon", action="append", default=None, help="pronunciation rules for every request")
     sv.add_argument("--request-timeout", type=float, default=300.0, help="seconds a request may run")
+    sv.add_argument("--max-frames", type=int, default=None,
+                    help="frames a request may make at most (12.5 a second of audio; default: the model's runaway guard)")
     sv.add_argument("--shutdown-grace", type=float, default=10.0,
                     help="seconds running streams get to end after SIGTERM")
     sv.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core)")

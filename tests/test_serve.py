@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,6 +162,7 @@ def test_errors_are_openai_shaped_and_name_the_field(server):
 
 def test_models_voices_health_metrics(server):
     client = server.client()
+    speech(client, "pcm", frames=2)
     ids = [m.id for m in client.models.list()]
     assert ids[0] == "demo" and "tts-1" in ids and "gpt-4o-mini-tts" in ids
     auth = {"Authorization": f"Bearer {KEY}"}
@@ -222,6 +224,23 @@ def test_the_queue_is_bounded_and_a_leaving_client_frees_its_slot(engine):
         running.stop()
 
 
+def start_serve(port: int, *args: str, env=None) -> subprocess.Popen:
+    """`kazeia serve --model demo` on `port`, once its /health says it is ready."""
+    proc = subprocess.Popen([sys.executable, "-m", "kazeia.engine", "serve", "--model", "demo", "--port", str(port),
+                             *args], stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 60
+    while True:
+        if time.time() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError(f"the server did not start: {proc.stderr.read()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                return proc
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+
+
 def test_serve_command_starts_and_stops_on_sigterm(tmp_path):
     port = free_port()
     env = {**os.environ, "KAZEIA_API_KEY": ""}
@@ -234,17 +253,8 @@ def test_serve_command_starts_and_stops_on_sigterm(tmp_path):
         r = subprocess.run([sys.executable, "-m", "kazeia.engine", "serve", "--port", str(port), *map(str, args)],
                            capture_output=True, text=True, timeout=60, env=env)
         assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
-    proc = subprocess.Popen([sys.executable, "-m", "kazeia.engine", "serve", "--model", "demo", "--port", str(port),
-                             "--name", "mine"], stderr=subprocess.PIPE, text=True, env=env)
+    proc = start_serve(port, "--name", "mine", env=env)
     try:
-        deadline = time.time() + 60
-        while True:
-            assert time.time() < deadline and proc.poll() is None, "the server did not start"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0)
         audio = client.audio.speech.create(model="mine", voice="vivian", input="Hi.", response_format="pcm",
                                            extra_body={"max_frames": 3}).content
@@ -403,3 +413,20 @@ def test_bench_serve_reports_ttfa_and_throughput_per_client_count():
     assert result["clients"]["1"]["vs_one_client"] == 1.0
     from kazeia.engine.bench.report import summary
     assert "TTFA p95 ms" in summary(result)
+
+
+def test_fuzzed_from_its_own_schema_no_5xx_and_every_response_conforms(tmp_path):
+    """schemathesis drives a `kazeia serve` process from its own OpenAPI schema (every operation,
+    bounded examples, a fixed seed; the server caps frames so each valid request is short)."""
+    port = free_port()
+    proc = start_serve(port, "--max-frames", "3", "--api-key", KEY)
+    try:
+        r = subprocess.run([str(Path(sys.executable).parent / "st"), "run", f"http://127.0.0.1:{port}/openapi.json",
+                            "-H", f"Authorization: Bearer {KEY}", "--checks", "all", "--max-examples", "25",
+                            "--seed", "1", "--request-timeout", "60"],
+                           capture_output=True, text=True, timeout=600, cwd=tmp_path)   # (its example database)
+        assert r.returncode == 0, r.stdout[-3000:]
+        assert "passed" in r.stdout and "failure" not in r.stdout.split("SUMMARY")[-1].replace("0 failures", "")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0

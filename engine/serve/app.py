@@ -27,7 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..text.markup import MarkupError
 from .encoders import MEDIA_TYPES, STREAMED, encoder
-from .errors import ApiError, api_error_handler, http_error_handler, param_of
+from .errors import ApiError, ErrorBody, api_error_handler, http_error_handler, param_of
 from .metrics import Metrics
 from .job import SpeechJob
 from .speech import MODEL_ALIASES, SpeechRequest, check_speed, parse, whole_take
@@ -49,6 +49,7 @@ class ServerSettings:
     max_body_bytes: int = 1 << 20
     wyoming: tuple[str, int] | None = None   # (host, port) of a Wyoming server beside the HTTP one
     cors_origins: list[str] = field(default_factory=list)   # web pages that may call the API (none: CORS off)
+    max_frames: int | None = None   # every request's frames at most (a server's cap on top of the runaway guard)
 
 
 class Admission:
@@ -89,7 +90,7 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
             yield
             return
         from .wyoming_tts import WyomingService
-        service = WyomingService(engine, voices, admission, settings.model_name, finish, lexicon)
+        service = WyomingService(engine, voices, admission, settings.model_name, finish, lexicon, settings.max_frames)
         wyoming = await service.start(*settings.wyoming)
         try:
             yield
@@ -158,8 +159,15 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
     speech_schema = {"requestBody": {"required": True,
                                      "content": {"application/json": {"schema": SpeechRequest.model_json_schema()}}}}
 
+    errors = {status: {"description": what, "model": ErrorBody} for status, what in (
+        (400, "a bad field, named in param"), (401, "a missing or wrong API key"), (404, "an unknown model or voice"),
+        (413, "a body over the limit"), (415, "a body that is not JSON"), (429, "the queue is full (Retry-After)"),
+        (503, "the model is loading"), (504, "the request ran over its time limit"))}
+    audio = {t: {"schema": {"type": "string", "format": "binary"}} for t in MEDIA_TYPES.values()}
+    audio["text/event-stream"] = {"schema": {"type": "string"}}
+
     @app.post("/v1/audio/speech", openapi_extra=speech_schema, response_class=Response,
-              responses={200: {"content": {t: {} for t in MEDIA_TYPES.values()}}})
+              responses={200: {"description": "the audio (or its SSE events)", "content": audio}, **errors})
     async def speech(request: Request):
         authorize(request)
         req = parse(await read_json(request))
@@ -181,7 +189,8 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
                                 f"{wait} s", None, "server_busy", headers={"Retry-After": str(wait)})
         metrics.occupancy(admission.admitted, settings.max_batch)
         rid = "speech-" + uuid.uuid4().hex[:12]
-        job = SpeechJob(engine, req.input, voice, req.language, req.instructions, req.sampling(engine), lexicon)
+        job = SpeechJob(engine, req.input, voice, req.language, req.instructions, req.sampling(engine, settings.max_frames),
+                        lexicon)
         try:
             await anyio.to_thread.run_sync(job.start)
             first = await anyio.to_thread.run_sync(job.next_audio)
@@ -267,14 +276,14 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
             return Response(delta(data) + done(job), media_type="text/event-stream", headers=headers)
         return Response(data, media_type=MEDIA_TYPES[req.response_format], headers=headers)
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", responses={401: errors[401]})
     async def models(request: Request):
         authorize(request)
         created = int(engine.info.path.stat().st_mtime)
         return {"object": "list", "data": [{"id": n, "object": "model", "created": created, "owned_by": "kazeia"}
                                            for n in names]}
 
-    @app.get("/v1/models/{model_id}")
+    @app.get("/v1/models/{model_id}", responses={401: errors[401], 404: errors[404]})
     async def model(model_id: str, request: Request):
         authorize(request)
         if model_id not in names:
@@ -282,7 +291,7 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
         return {"id": model_id, "object": "model", "created": int(engine.info.path.stat().st_mtime),
                 "owned_by": "kazeia"}
 
-    @app.get("/v1/audio/voices")
+    @app.get("/v1/audio/voices", responses={401: errors[401]})
     async def voice_list(request: Request):
         authorize(request)
         return {"model": settings.model_name, "variant": info.variant, "voices": voices.listing(),
@@ -293,7 +302,8 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
         return JSONResponse({"status": "ok", "model": settings.model_name, "requests": admission.admitted,
                              "max_batch": settings.max_batch, "max_queue": settings.max_queue})
 
-    @app.get("/metrics")
+    @app.get("/metrics", responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, 401: errors[401]},
+             response_class=Response)
     async def prometheus(request: Request):
         authorize(request)
         return Response(metrics.exposition(), media_type=metrics.content_type)

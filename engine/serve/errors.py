@@ -5,10 +5,23 @@ from __future__ import annotations
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 _TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
           405: "invalid_request_error", 413: "invalid_request_error", 415: "invalid_request_error",
           429: "rate_limit_exceeded", 500: "server_error", 503: "server_error", 504: "server_error"}
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorBody(BaseModel):
+    """The schema of every error (OpenAPI)."""
+    error: ErrorDetail
 
 
 class ApiError(Exception):

@@ -63,6 +63,8 @@ def serve(args) -> int:
     if not is_loopback(args.host) and key is None:
         raise ValueError(f"--host {args.host} listens beyond this machine: give an API key (--api-key or "
                          "$KAZEIA_API_KEY), or keep the default 127.0.0.1")
+    if args.max_frames is not None and args.max_frames < 1:
+        raise ValueError("--max-frames must be at least 1")
     for name in ("max_batch", "max_queue"):
         if getattr(args, name) < (1 if name == "max_batch" else 0):
             raise ValueError(f"--{name.replace('_', '-')} must be at least {1 if name == 'max_batch' else 0}")
@@ -82,7 +84,7 @@ def serve(args) -> int:
     voices = VoiceBook(model, args.voices, parse_voice_map(args.voice_map))
     name = args.name or model.info.path.stem
     settings = ServerSettings(name, key, args.max_batch, args.max_queue, args.request_timeout,
-                              wyoming=wyoming, cors_origins=args.cors_origin or [])
+                              wyoming=wyoming, cors_origins=args.cors_origin or [], max_frames=args.max_frames)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
 
     def load():   # (on a worker thread while the server answers 503)

@@ -24,7 +24,7 @@ class SpeechRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")   # a misspelt field is an error, not ignored
 
     model: str = Field(min_length=1)
-    input: str = Field(max_length=MAX_INPUT_CHARS)
+    input: str = Field(max_length=MAX_INPUT_CHARS, json_schema_extra={"pattern": r"\S"})   # (some words: checked below)
     voice: str | dict[str, str]
     instructions: str | None = Field(None, max_length=MAX_INPUT_CHARS)
     response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = "mp3"
@@ -32,7 +32,7 @@ class SpeechRequest(BaseModel):
     stream_format: Literal["audio", "sse"] = "audio"
     # Kazeia's own
     language: str | None = None
-    seed: int | None = Field(None, ge=0, lt=2 ** 64)
+    seed: int | None = Field(None, ge=0, le=2 ** 53 - 1)   # (the integers every JSON reader keeps exact)
     temperature: float | None = Field(None, gt=0, le=10)
     top_k: int | None = Field(None, ge=0)
     top_p: float | None = Field(None, gt=0, le=1)
@@ -53,9 +53,12 @@ class SpeechRequest(BaseModel):
             return self.voice["id"]
         return self.voice
 
-    def sampling(self, engine: "Engine") -> SamplingParams:
+    def sampling(self, engine: "Engine", max_frames: int | None = None) -> SamplingParams:
+        """The request's sampling; `max_frames`: the server's cap (it wins over a larger ask)."""
         chosen = {k: getattr(self, k) for k in ("seed", "temperature", "top_k", "top_p", "max_frames")
                   if getattr(self, k) is not None}
+        if max_frames is not None:
+            chosen["max_frames"] = min(chosen.get("max_frames", max_frames), max_frames)
         return SamplingParams.from_model(engine.info, **chosen)
 
 

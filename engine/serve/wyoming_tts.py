@@ -18,6 +18,7 @@ from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 from wyoming.server import AsyncEventHandler, AsyncTcpServer
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
+from ..requests import SamplingParams
 from ..text.markup import MarkupError
 from ..text.sentences import LANGUAGE_CODES, split_sentences
 from .encoders import pcm16
@@ -33,8 +34,10 @@ _ATTRIBUTION = Attribution(name="Kazeia", url="https://github.com/QwenLM/Qwen3-T
 class WyomingService:
     """What every connection's handler shares."""
 
-    def __init__(self, engine: "Engine", voices: VoiceBook, admission, model_name: str, on_finish, lexicon=None):
+    def __init__(self, engine: "Engine", voices: VoiceBook, admission, model_name: str, on_finish, lexicon=None,
+                 max_frames: int | None = None):
         self.engine, self.voices, self.admission, self.lexicon = engine, voices, admission, lexicon
+        self.max_frames = max_frames   # the server's cap
         self.on_finish = on_finish   # (job, request id, outcome): the server's log line and metrics
         self.rate = engine.info.sample_rate
         languages = [name for name in engine.info.languages if name in LANGUAGE_CODES]
@@ -109,7 +112,8 @@ class WyomingHandler(AsyncEventHandler):
         if not service.admission.enter():
             await self.write_event(Error(text="the server is full; try again", code="server_busy").event())
             return
-        job = SpeechJob(service.engine, text, voice, self._language(request), lexicon=service.lexicon)
+        sampling = SamplingParams.from_model(service.engine.info, max_frames=service.max_frames)
+        job = SpeechJob(service.engine, text, voice, self._language(request), sampling=sampling, lexicon=service.lexicon)
         rid, outcome = f"wyoming-{int(time.time() * 1000) % 10 ** 9}", "error"
         try:
             await anyio.to_thread.run_sync(job.start)
