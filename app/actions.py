@@ -19,6 +19,7 @@ COMMANDS = (
     Command("open", "&File", "Open model...", ("Ctrl+O",), "open a model"),
     Command("open_demo", "&File", "Open the demo model"),
     Command("export", "&File", "Export selected takes...", ("Ctrl+E",), "export the selected takes"),
+    Command("serve", "&File", "Serve this model...", help="the model as a speech service: OpenAI's API, Wyoming"),
     Command("quit", "&File", "Quit", ("Ctrl+Q",)),
     Command("generate", "&Takes", "Generate", ("Ctrl+Return", "Ctrl+Enter"), "generate a take"),
     Command("stop", "&Takes", "Stop", ("Esc",), "stop the take, the script, or playback"),

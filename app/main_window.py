@@ -29,6 +29,7 @@ from .controller import EngineController
 from .panels.backend import BackendPanel, modes_help
 from .panels.compare import ComparePanel
 from .panels.lexicon import LexiconPanel
+from .panels.serve import ServePanel
 from .panels.latency import LatencyPanel
 from .panels.sampling import SamplingPanel
 from .panels.script import ScriptPanel
@@ -167,10 +168,15 @@ class MainWindow(QMainWindow):
         self.pronunciation_dialog.setWindowTitle("Pronunciation rules")
         QVBoxLayout(self.pronunciation_dialog).addWidget(self.pronunciation)
         self.pronunciation_dialog.resize(640, 420)
+        self.serve = ServePanel(self.settings, self.voices.folder)
+        self.serve_dialog = QDialog(self)   # (not modal: the operator keeps working while it serves)
+        self.serve_dialog.setWindowTitle("Serve this model")
+        QVBoxLayout(self.serve_dialog).addWidget(self.serve)
+        self.serve_dialog.resize(720, 480)
         self.outer.addWidget(self.workspace, 1)
         # the panels, listed once: settings restored at start and saved on close, the model given to each
         self.panels = (self.backend, self.voice, self.sampling, self.latency, self.takes, self.compare, self.library,
-                       self.script, self.pronunciation)
+                       self.script, self.pronunciation, self.serve)
 
         self.no_output = QLabel("")
         self.statusBar().addPermanentWidget(self.no_output)
@@ -231,7 +237,7 @@ class MainWindow(QMainWindow):
                 "rename": self.takes.rename_current, "delete": self.takes.delete_selected,
                 "new_voice": self.library.new_from_audio,
                 "show_voices": lambda: self.workspace.show_page(self.library), "shortcuts": self.show_shortcuts,
-                "pronunciation": self.pronunciation_dialog.show,
+                "pronunciation": self.pronunciation_dialog.show, "serve": self.serve_dialog.show,
                 "modes": self.show_modes_help, "messages": self.show_messages}
 
     def _menus(self) -> None:
@@ -390,6 +396,7 @@ class MainWindow(QMainWindow):
         for panel in self.panels:
             panel.set_model(info)
         self.text_plan.set_model([sp.name for sp in info.speakers], info.languages)
+        self.serve.set_engine(engine)
         if info.variant == "base":
             self.sampling.streaming_text.setChecked(True)
         self.generate_button.setEnabled(True)
@@ -709,6 +716,7 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     def closeEvent(self, event) -> None:
+        self.serve.stop()
         self.save_settings()
         self.audio.stop()
         self.controller.shutdown()

@@ -17,7 +17,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import anyio
 import numpy as np
@@ -79,7 +79,10 @@ class Admission:
         return max(1, math.ceil(recent[len(recent) // 2])) if recent else 1
 
 
-def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, lexicon=None) -> FastAPI:
+def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, lexicon=None,
+               observer: Callable[[dict], None] | None = None) -> FastAPI:
+    """`observer`: called (on the server's thread) with each finished request's log record (the
+    workbench's Serve panel lists them)."""
     admission = Admission(settings.max_batch + settings.max_queue)
 
     @contextlib.asynccontextmanager
@@ -155,6 +158,10 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
         rtf = f"{job.rtf:.2f}" if job.samples else "-"
         log.info("%s voice=%s chars=%d frames=%d ttfa_ms=%s rtf=%s outcome=%s", rid, job.voice.name,
                  len(job.text), job.frames, ttfa, rtf, outcome)
+        if observer is not None:
+            observer({"id": rid, "voice": job.voice.name, "chars": len(job.text), "frames": job.frames,
+                      "ttfa_ms": job.ttfa_ms, "rtf": job.rtf if job.samples else None, "stage_ms": dict(job.stage_ms),
+                      "outcome": outcome, "seconds": seconds})
 
     speech_schema = {"requestBody": {"required": True,
                                      "content": {"application/json": {"schema": SpeechRequest.model_json_schema()}}}}

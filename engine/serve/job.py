@@ -31,6 +31,7 @@ class SpeechJob:
     ttfa_ms: float | None = None
     samples: int = 0
     frames: int = 0
+    stage_ms: dict = field(default_factory=dict)   # mean ms per frame of talker, code_predictor, decoder
     _stream: object = None
 
     def start(self) -> None:
@@ -44,7 +45,10 @@ class SpeechJob:
             if self.ttfa_ms is None:
                 self.ttfa_ms = 1000 * (time.perf_counter() - self.started)
             self.samples += len(chunk.audio)
-            self.frames = chunk.timings.frames
+            t = chunk.timings
+            self.frames = t.frames
+            self.stage_ms = {name: sum(v) / len(v) for name, v in (("talker", t.talker_ms),
+                             ("code_predictor", t.code_predictor_ms), ("decoder", t.decoder_ms)) if v}
             return chunk.audio
         result = self._stream.result
         if result is not None:

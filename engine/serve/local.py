@@ -1,10 +1,21 @@
-"""A server of an app on a loopback port, in a thread of this process (the bench, the tests): started
-on a free port, stopped on exit."""
+"""A server of an app in a thread of this process (the bench, the tests, the workbench's Serve panel):
+on a free loopback port unless told, stopped on exit."""
 from __future__ import annotations
 
 import socket
 import threading
 import time
+
+
+def check_can_listen(host: str, port: int) -> None:
+    """ValueError saying why `host:port` cannot be listened on (in use, no such address), before the
+    server tries and fails on a thread of its own."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            raise ValueError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
 def free_port() -> int:
@@ -14,11 +25,12 @@ def free_port() -> int:
 
 
 class LocalServer:
-    def __init__(self, app, port: int | None = None, start_timeout_s: float = 30.0):
+    def __init__(self, app, port: int | None = None, start_timeout_s: float = 30.0, host: str = "127.0.0.1"):
         import uvicorn
         self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        check_can_listen(host, self.port)
+        self.url = f"http://{host}:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True, name="kazeia-local-server")
         self.thread.start()
         deadline = time.perf_counter() + start_timeout_s

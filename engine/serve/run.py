@@ -8,7 +8,6 @@ import ipaddress
 import logging
 import os
 import signal
-import socket
 import sys
 import time
 
@@ -58,6 +57,7 @@ def serve(args) -> int:
     from ..synthesis import Engine
     from .app import ServerSettings, create_app
     from .gate import LoadingGate
+    from .local import check_can_listen
     from .voices import VoiceBook
     key = args.api_key or os.environ.get("KAZEIA_API_KEY") or None
     if not is_loopback(args.host) and key is None:
@@ -70,12 +70,7 @@ def serve(args) -> int:
             raise ValueError(f"--{name.replace('_', '-')} must be at least {1 if name == 'max_batch' else 0}")
     wyoming = parse_wyoming(args.wyoming)
     started = time.perf_counter()
-    with socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET) as probe:   # a clear message, not a traceback
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((args.host, args.port))
-        except OSError as e:
-            raise ValueError(f"cannot listen on {args.host}:{args.port}: {e.strerror}") from None
+    check_can_listen(args.host, args.port)   # a clear message, not a traceback
     model = ModelFile(resolve_model(args.model))   # a bad file: a message now, before anything listens
     lexicon = None
     if args.lexicon:

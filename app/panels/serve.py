@@ -1,0 +1,192 @@
+"""Serve: the loaded model as a speech service for other programs (kazeia serve's app: OpenAI's
+/v1/audio/speech, and Wyoming for Home Assistant when asked), started and stopped here, on the same
+engine as the operator's takes (they share its lock and its batches). The panel shows the address and
+key to give a client, the voices it offers, and each request as it ends with its per-stage latency.
+Loopback by default; another address needs a key (as on the command line)."""
+from __future__ import annotations
+
+import secrets
+import time
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel,
+                               QLineEdit, QPushButton, QSizePolicy, QSpinBox, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout)
+
+from kazeia.engine.serve.run import is_loopback
+
+from .base import Panel, as_bool, watch
+
+COLUMNS = ("time", "request", "voice", "chars", "frames", "TTFA ms", "RTF", "talker / cp / decoder ms", "outcome")
+KEPT_ROWS = 200
+
+
+class ServePanel(Panel):
+    panel_id = "serve"
+    request_done = Signal(dict)   # emitted on the server's thread; the table is filled on the GUI thread
+    state_changed = Signal(bool)  # serving or not
+    error = Signal(str)
+
+    def __init__(self, settings, voices_folder: Path):
+        super().__init__(settings)
+        self.voices_folder = Path(voices_folder)
+        self.engine = None
+        self.server = None   # kazeia.engine.serve.local.LocalServer while serving
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)
+        self.host = QLineEdit("127.0.0.1")
+        self.port = QSpinBox()
+        self.port.setRange(1, 65535)
+        self.port.setValue(8000)
+        self.api_key = QLineEdit()
+        self.api_key.setPlaceholderText("none (loopback only)")
+        self.new_key = QPushButton("New key")
+        key_row = QHBoxLayout()
+        key_row.addWidget(self.api_key, 1)
+        key_row.addWidget(self.new_key)
+        self.wyoming = QCheckBox("Wyoming (Home Assistant) on port")
+        self.wyoming_port = QSpinBox()
+        self.wyoming_port.setRange(1, 65535)
+        self.wyoming_port.setValue(10200)
+        wyoming_row = QHBoxLayout()
+        wyoming_row.addWidget(self.wyoming)
+        wyoming_row.addWidget(self.wyoming_port)
+        wyoming_row.addStretch(1)
+        form.addRow("Address", self.host)
+        form.addRow("Port", self.port)
+        form.addRow("API key", key_row)
+        form.addRow("", wyoming_row)
+        layout.addLayout(form)
+        row = QHBoxLayout()
+        self.start_button = QPushButton("Start")
+        self.status = QLabel("stopped")
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(self.status.textInteractionFlags() | self.status.textInteractionFlags().TextSelectableByMouse)
+        self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        row.addWidget(self.start_button)
+        row.addWidget(self.status, 1)
+        layout.addLayout(row)
+        self.voice_list = QLabel("")
+        self.voice_list.setWordWrap(True)
+        self.voice_list.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        layout.addWidget(self.voice_list)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        layout.addWidget(self.table, 1)
+        self.start_button.clicked.connect(self.toggle)
+        self.new_key.clicked.connect(lambda: self.api_key.setText(secrets.token_urlsafe(24)))
+        self.request_done.connect(self._add_row)   # (queued: the signal comes from the server's thread)
+        watch((self.host, self.port, self.api_key, self.wyoming, self.wyoming_port), self.changed)
+        self._show_state()
+
+    # -- what the window tells it ---------------------------------------------------------------
+    def set_engine(self, engine) -> None:
+        """The loaded model's engine (another model: a running server stops, saying why)."""
+        if self.server is not None and engine is not self.engine:
+            self.stop("stopped: another model was loaded")
+        self.engine = engine
+        self._show_state()
+
+    # -- serving --------------------------------------------------------------------------------
+    @property
+    def serving(self) -> bool:
+        return self.server is not None
+
+    def toggle(self) -> None:
+        if self.serving:
+            self.stop()
+        else:
+            self.start()
+
+    def start(self) -> bool:
+        from kazeia.engine.serve.app import ServerSettings, create_app
+        from kazeia.engine.serve.local import LocalServer
+        from kazeia.engine.serve.voices import VoiceBook
+        if self.engine is None:
+            return self._fail("load a model first")
+        host, key = self.host.text().strip() or "127.0.0.1", self.api_key.text().strip() or None
+        if not is_loopback(host) and key is None:
+            return self._fail(f"{host} is reachable from other machines: give an API key (New key), or use 127.0.0.1")
+        info = self.engine.info
+        try:
+            profiles = self.voices_folder if info.variant == "base" else None
+            voices = VoiceBook(self.engine.model, profiles)
+            wyoming = (host, self.wyoming_port.value()) if self.wyoming.isChecked() else None
+            settings = ServerSettings(info.path.stem, api_key=key, max_batch=max(1, self.engine.max_batch),
+                                      wyoming=wyoming)
+            app = create_app(self.engine, voices, settings, observer=self.request_done.emit)
+            self.server = LocalServer(app, port=self.port.value(), host=host)
+        except (ValueError, RuntimeError, OSError) as e:
+            return self._fail(str(e))
+        names = [v["id"] + (f" ({v['maps_to']})" if "maps_to" in v else "") for v in voices.listing()]
+        self.voice_list.setText("Voices offered: " + (", ".join(names) or "none (a Base model offers the "
+                                                      "voice library's profiles: make one first)"))
+        self._show_state()
+        self.state_changed.emit(True)
+        return True
+
+    def stop(self, why: str = "stopped") -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            server.stop()
+            self.state_changed.emit(False)
+        self._show_state(why)
+
+    @property
+    def address(self) -> str:
+        return self.server.url if self.server is not None else ""
+
+    # -- inside ---------------------------------------------------------------------------------
+    def _fail(self, message: str) -> bool:
+        self._show_state(f"not started: {message}", error=True)
+        self.error.emit(message)
+        return False
+
+    def _show_state(self, why: str = "stopped", error: bool = False) -> None:
+        editable = not self.serving
+        for w in (self.host, self.port, self.api_key, self.new_key, self.wyoming, self.wyoming_port):
+            w.setEnabled(editable)
+        self.start_button.setText("Stop" if self.serving else "Start")
+        self.start_button.setEnabled(self.engine is not None or self.serving)
+        if self.serving:
+            key = self.api_key.text().strip()
+            wyoming = f"; Wyoming on tcp://{self.host.text().strip()}:{self.wyoming_port.value()}" \
+                if self.wyoming.isChecked() else ""
+            text = (f"serving {self.engine.info.path.stem} on {self.server.url}/v1 "
+                    f"({'key ' + key if key else 'no key'}){wyoming}")
+        else:
+            text = why if self.engine is not None or error else "load a model to serve it"
+        self.status.setText(text)
+        self.status.setStyleSheet("color: #b00020;" if error else "")
+
+    def _add_row(self, record: dict) -> None:
+        stages = record.get("stage_ms") or {}
+        values = [time.strftime("%H:%M:%S"), record["id"], record["voice"], str(record["chars"]), str(record["frames"]),
+                  f"{record['ttfa_ms']:.0f}" if record.get("ttfa_ms") is not None else "-",
+                  f"{record['rtf']:.2f}" if record.get("rtf") is not None else "-",
+                  " / ".join(f"{stages[s]:.1f}" for s in ("talker", "code_predictor", "decoder")) if len(stages) == 3
+                  else "-", record["outcome"]]
+        self.table.insertRow(0)
+        for column, value in enumerate(values):
+            self.table.setItem(0, column, QTableWidgetItem(value))
+        while self.table.rowCount() > KEPT_ROWS:
+            self.table.removeRow(self.table.rowCount() - 1)
+
+    def restore_settings(self) -> None:
+        self.host.setText(str(self.value("host", "127.0.0.1")))
+        self.port.setValue(int(self.value("port", 8000)))
+        self.api_key.setText(str(self.value("key", "")))
+        self.wyoming.setChecked(as_bool(self.value("wyoming", False)))
+        self.wyoming_port.setValue(int(self.value("wyoming_port", 10200)))
+
+    def save_settings(self) -> None:
+        for name, value in (("host", self.host.text()), ("port", self.port.value()), ("key", self.api_key.text()),
+                            ("wyoming", self.wyoming.isChecked()), ("wyoming_port", self.wyoming_port.value())):
+            self.set_value(name, value)
