@@ -554,6 +554,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--shutdown-grace", type=float, default=10.0,
                     help="seconds running streams get to end after SIGTERM")
     sv.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core)")
+    sv.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                    help="serve on Ray Serve: one engine per replica (ADDRESS: a running cluster; none: a local one)")
+    sv.add_argument("--replicas", type=int, default=1, help="replicas with --ray")
     sv.set_defaults(func=_cmd_serve)
 
     d = sub.add_parser("devices", help="list ggml devices")

@@ -3,6 +3,7 @@ a head and a second raylet), the same files bit for bit as a local render, and a
 mid-script: its lines are rendered by the other and the result is complete."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -76,3 +77,85 @@ def test_ray_renders_the_same_files_and_survives_a_node_loss(cluster, tmp_path):
     by = [e["worker"] for e in sorted(m.values(), key=lambda e: e["line"])]
     assert worker.node_id in by and by.count(c.head_node.node_id) > by.count(worker.node_id)
     same_files(tmp_path / "local", tmp_path / "lost")
+
+
+def test_serve_on_ray_two_replicas_and_one_killed_mid_stream(cluster, tmp_path):
+    """`kazeia serve --ray ADDRESS --replicas 2`: both replicas answer; one killed while it streams:
+    its client's request ends (an error or a cut stream) instead of hanging, a stream on the other
+    replica ends whole, and new requests are answered by the living one."""
+    import threading
+
+    import httpx2 as httpx
+    import openai
+
+    from kazeia.engine.serve.local import free_port
+    c, _ = cluster
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kazeia.engine", "serve", "--model", "demo", "--ray", c.address,
+                             "--replicas", "2", "--threads", "1", "--port", str(port)],
+                            stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 300
+        seen: set[str] = set()
+        while len(seen) < 2:   # both replicas up and answering
+            assert time.time() < deadline and proc.poll() is None, "the deployment did not come up"
+            try:
+                r = httpx.get(base + "/health", timeout=10)
+                if r.status_code == 200:
+                    seen.add(r.headers["x-kazeia-replica"])
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        ray.init(address=c.address, log_to_driver=False)
+        replicas = [a for a in ray.util.list_named_actors(all_namespaces=True) if "SERVE_REPLICA" in a["name"]]
+        assert len(replicas) == 2
+        outcomes: dict[str, object] = {}
+
+        def stream(tag: str) -> None:
+            body = {"model": "kazeia", "voice": "vivian", "input": "A long one.", "response_format": "pcm",
+                    "max_frames": 1500}
+            try:
+                with httpx.stream("POST", base + "/v1/audio/speech", json=body, timeout=120) as r:
+                    outcomes[tag + "_replica"] = r.headers.get("x-kazeia-replica")
+                    outcomes[tag + "_status"] = r.status_code
+                    outcomes[tag] = sum(len(part) for part in r.iter_bytes())
+            except httpx.HTTPError as e:
+                outcomes[tag] = e
+        streams = []
+        while len({outcomes[f"s{i}_replica"] for i in range(len(streams))}) < 2:   # streams on both replicas
+            assert len(streams) < 8, "the router sent every stream to one replica"
+            streams.append(threading.Thread(target=stream, args=(f"s{len(streams)}",)))
+            streams[-1].start()
+            while f"s{len(streams) - 1}_replica" not in outcomes:
+                assert time.time() < deadline
+                time.sleep(0.05)
+        victim_tag = outcomes["s0_replica"]
+        pid = int(victim_tag.split("/")[1])
+        victim = next(a for a in replicas if ray.get(ray.get_actor(a["name"], namespace=a["namespace"])
+                                                     .__ray_call__.remote(lambda self: __import__("os").getpid())) == pid)
+        ray.kill(ray.get_actor(victim["name"], namespace=victim["namespace"]), no_restart=False)
+        for t in streams:
+            t.join(180)
+            assert not t.is_alive(), "a stream hung"
+        client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+        # (both streams asked for the same audio: the tiny random model may end it before 1500 frames)
+        whole = len(client.audio.speech.create(model="kazeia", voice="vivian", input="A long one.",
+                                               response_format="pcm", extra_body={"max_frames": 1500}).content)
+        for i in range(len(streams)):
+            got = outcomes[f"s{i}"]
+            if outcomes[f"s{i}_replica"] == victim_tag:   # cut, never passed off as whole
+                assert isinstance(got, Exception) or got < whole, i
+            else:
+                assert got == whole and outcomes[f"s{i}_status"] == 200, i
+        for _ in range(3):   # new requests: answered (by the living replica, or the replacement)
+            assert len(client.audio.speech.create(model="kazeia", voice="vivian", input="Hi.", response_format="pcm",
+                                                  extra_body={"max_frames": 2}).content) == 2 * 1920 * 2
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            assert proc.wait(60) == 0, proc.stderr.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            ray.shutdown()

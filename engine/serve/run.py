@@ -76,11 +76,18 @@ def serve(args) -> int:
     if args.lexicon:
         from ..text.lexicon import load_lexicons
         lexicon = load_lexicons(args.lexicon)[0]
-    voices = VoiceBook(model, args.voices, parse_voice_map(args.voice_map))
+    voice_map = parse_voice_map(args.voice_map)
+    voices = VoiceBook(model, args.voices, voice_map)   # (checked here, whichever process serves)
     name = args.name or model.info.path.stem
     settings = ServerSettings(name, key, args.max_batch, args.max_queue, args.request_timeout,
                               wyoming=wyoming, cors_origins=args.cors_origin or [], max_frames=args.max_frames)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    if args.ray is not None:
+        if wyoming:
+            raise ValueError("--wyoming serves from one process: give it without --ray")
+        from .on_ray import serve_on_ray
+        args.address = args.ray or None
+        return serve_on_ray(args, model.info.path, settings, voice_map)
 
     def load():   # (on a worker thread while the server answers 503)
         engine = Engine(model, threads=args.threads, max_batch=args.max_batch)
