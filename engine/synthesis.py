@@ -180,13 +180,11 @@ class Engine:
         whole take (Engine.speak gives each chunk's too). `one_prompt`: the text as given, no markup
         and no splitting, in one prompt (the reference's unit). `lexicon`: text.lexicon.Lexicon."""
         if not one_prompt:
-            sampling = sampling or SamplingParams.from_model(self.info)
-            plan = self.compose(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
-                                seed=sampling.seed, lexicon=lexicon)
-            single = one_prompt_of(text, plan)
-            if single is None:
-                return self._long_stream(plan, sampling, streaming_text).wait()
-            text, speaker, language, instruct, voice = single
+            prompt, long = self._one_prompt_or_long(text, speaker, language, instruct, voice, sampling, lexicon,
+                                                    streaming_text)
+            if long is not None:
+                return long.wait()
+            text, speaker, language, instruct, voice = prompt
         with self.lock:
             plan, sampling, timings, start = self.prepare(text, speaker, language, instruct, voice, sampling,
                                                            streaming_text)
@@ -246,24 +244,29 @@ class Engine:
         if not isinstance(decode_every, int) or decode_every < 1:
             raise ValueError(f"decode_every must be a positive integer, got {decode_every!r}")
         if not one_prompt:
-            sampling = sampling or SamplingParams.from_model(self.info)
-            plan = self.compose(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
-                                seed=sampling.seed, lexicon=lexicon)
-            single = one_prompt_of(text, plan)
-            if single is None:
-                return self._long_stream(plan, sampling, streaming_text)
-            text, speaker, language, instruct, voice = single
+            prompt, long = self._one_prompt_or_long(text, speaker, language, instruct, voice, sampling, lexicon,
+                                                    streaming_text)
+            if long is not None:
+                return long
+            text, speaker, language, instruct, voice = prompt
         plan, sampling, timings, start = self.prepare(text, speaker, language, instruct, voice, sampling,
                                                        streaming_text)
         return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every,
                            batcher=self._batcher if self.max_batch > 1 else None)
 
-    def _long_stream(self, plan, sampling: SamplingParams, streaming_text: bool | None):
-        """A batching engine's chunks share its batcher with every other stream (a server's requests);
-        else they get a batcher of their own."""
+    def _one_prompt_or_long(self, text, speaker, language, instruct, voice, sampling, lexicon, streaming_text):
+        """(the one prompt's text, speaker, language, instruct, voice; None) for a text of one chunk,
+        else (None, a LongStream of its chunks, started). A batching engine's chunks share its batcher
+        with every other stream (a server's requests); else they get a batcher of their own."""
         from .long_text import LongStream
+        sampling = sampling or SamplingParams.from_model(self.info)
+        plan = self.compose(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
+                            seed=sampling.seed, lexicon=lexicon)
+        prompt = one_prompt_of(text, plan)
+        if prompt is not None:
+            return prompt, None
         shared = self._batcher if self.max_batch > 1 else None
-        return LongStream(self, plan, sampling, max_batch=4, streaming_text=streaming_text, batcher=shared)
+        return None, LongStream(self, plan, sampling, max_batch=4, streaming_text=streaming_text, batcher=shared)
 
     def warm_up(self) -> None:
         """One short stream, its audio dropped: a request's one-time costs (the streaming decoder's
