@@ -81,7 +81,7 @@ def test_ray_renders_the_same_files_and_survives_a_node_loss(cluster, tmp_path):
 
 def test_serve_on_ray_two_replicas_and_one_killed_mid_stream(cluster, tmp_path):
     """`kazeia serve --ray ADDRESS --replicas 2`: both replicas answer; one killed while it streams:
-    its client's request ends (an error or a cut stream) instead of hanging, a stream on the other
+    its client's request ends (an error or a cut stream) instead of hanging, the stream on the other
     replica ends whole, and new requests are answered by the living one."""
     import threading
 
@@ -92,7 +92,8 @@ def test_serve_on_ray_two_replicas_and_one_killed_mid_stream(cluster, tmp_path):
     c, _ = cluster
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "kazeia.engine", "serve", "--model", "demo", "--ray", c.address,
-                             "--replicas", "2", "--threads", "1", "--port", str(port)],
+                             "--replicas", "2", "--threads", "1", "--max-batch", "1", "--max-queue", "0",
+                             "--port", str(port)],
                             stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -122,19 +123,22 @@ def test_serve_on_ray_two_replicas_and_one_killed_mid_stream(cluster, tmp_path):
                     outcomes[tag] = sum(len(part) for part in r.iter_bytes())
             except httpx.HTTPError as e:
                 outcomes[tag] = e
-        streams = []
-        while len({outcomes[f"s{i}_replica"] for i in range(len(streams))}) < 2:   # streams on both replicas
-            assert len(streams) < 8, "the router sent every stream to one replica"
-            streams.append(threading.Thread(target=stream, args=(f"s{len(streams)}",)))
-            streams[-1].start()
-            while f"s{len(streams) - 1}_replica" not in outcomes:
+            outcomes[tag + "_ended"] = time.time()
+        # one request per replica at a time (--max-batch 1 --max-queue 0): the second stream goes to the
+        # other replica whatever the router's load probes say
+        streams = [threading.Thread(target=stream, args=(f"s{i}",)) for i in range(2)]
+        for i, t in enumerate(streams):
+            t.start()
+            while f"s{i}_replica" not in outcomes:
                 assert time.time() < deadline
                 time.sleep(0.05)
-        victim_tag = outcomes["s0_replica"]
+        assert outcomes["s0_replica"] != outcomes["s1_replica"] and outcomes["s1_status"] == 200
+        victim_tag = outcomes["s1_replica"]   # the stream just begun: still running when its replica dies
         pid = int(victim_tag.split("/")[1])
         victim = next(a for a in replicas if ray.get(ray.get_actor(a["name"], namespace=a["namespace"])
                                                      .__ray_call__.remote(lambda self: __import__("os").getpid())) == pid)
         ray.kill(ray.get_actor(victim["name"], namespace=victim["namespace"]), no_restart=False)
+        killed_at = time.time()
         for t in streams:
             t.join(180)
             assert not t.is_alive(), "a stream hung"
@@ -142,12 +146,9 @@ def test_serve_on_ray_two_replicas_and_one_killed_mid_stream(cluster, tmp_path):
         # (both streams asked for the same audio: the tiny random model may end it before 1500 frames)
         whole = len(client.audio.speech.create(model="kazeia", voice="vivian", input="A long one.",
                                                response_format="pcm", extra_body={"max_frames": 1500}).content)
-        for i in range(len(streams)):
-            got = outcomes[f"s{i}"]
-            if outcomes[f"s{i}_replica"] == victim_tag:   # cut, never passed off as whole
-                assert isinstance(got, Exception) or got < whole, i
-            else:
-                assert got == whole and outcomes[f"s{i}_status"] == 200, i
+        assert isinstance(outcomes["s1"], Exception) or outcomes["s1"] < whole   # cut, never passed off as whole
+        assert outcomes["s1_ended"] > killed_at
+        assert outcomes["s0"] == whole and outcomes["s0_status"] == 200   # the other replica's stream, whole
         for _ in range(3):   # new requests: answered (by the living replica, or the replacement)
             assert len(client.audio.speech.create(model="kazeia", voice="vivian", input="Hi.", response_format="pcm",
                                                   extra_body={"max_frames": 2}).content) == 2 * 1920 * 2

@@ -1,6 +1,8 @@
 """`kazeia serve --ray [ADDRESS] --replicas N`: the same app as a Ray Serve deployment, one engine per
 replica (each loads the model file from the same path on its node), behind Ray Serve's proxy on
---host/--port. Each replica keeps its own batches and limits (429 beyond them). A replica that dies:
+--host/--port. A replica is given at most `max_batch + max_queue` requests (Serve routes the rest to
+another); beyond every replica's share Serve's router holds `max_queue` more per replica, then
+answers 503. A replica that dies:
 the requests in flight on it end (a 5xx from the proxy, or a stream cut short), never hang; the other
 replicas keep streaming; new requests go to the living ones while Serve starts a replacement.
 (Wyoming stays on a single process: `kazeia serve --wyoming`.)"""
@@ -71,7 +73,11 @@ def serve_on_ray(args, model_path: Path, settings, voice_map: dict) -> int:
         return replica.build()
     deployment = serve.deployment(serve.ingress(build_app)(), name="kazeia", num_replicas=args.replicas,
                                   ray_actor_options={"num_cpus": args.threads or 1},
-                                  max_ongoing_requests=settings.max_batch + settings.max_queue + 1)
+                                  # a replica takes what its admission would (Serve sends the rest to
+                                  # another); Serve's router holds --max-queue per replica and answers
+                                  # 503 beyond that
+                                  max_ongoing_requests=settings.max_batch + settings.max_queue,
+                                  max_queued_requests=max(1, settings.max_queue * args.replicas))   # (Serve: >= 1)
     serve.run(deployment.bind(), name="kazeia", route_prefix="/", blocking=False)
     print(f"kazeia serve: {settings.model_name} on Ray Serve, {args.replicas} replica(s), "
           f"http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
