@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time
+from statistics import median_low
 from dataclasses import replace
 
 from ..long_text import speak
@@ -67,8 +68,7 @@ def bench_long(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "
         rounds["one_sentence"].append(_one_sentence(engine, plan, sampling, frames_cap))
 
     def median(kind: str, key: str) -> float:
-        values = sorted(x[key] for x in rounds[kind])
-        return values[(len(values) - 1) // 2]
+        return median_low(x[key] for x in rounds[kind])
 
     seq, bat = median("one_at_a_time", "wall_s"), median("batched", "wall_s")
     single_ttfa = median("one_sentence", "ttfa_ms")

@@ -5,6 +5,8 @@ time to first audio byte, aggregate audio throughput (audio seconds per wall sec
 client), and responses lost or short (none expected: the queue admits them all)."""
 from __future__ import annotations
 
+from statistics import median_low
+
 from ..serve.app import ServerSettings, create_app
 from ..serve.load import clients as run_clients
 from ..serve.local import LocalServer
@@ -44,13 +46,10 @@ def bench_serve(counts: tuple[int, ...] = (1, 2, 4, 8), size: str = "0.6b", out_
                                   "ttfa_s": [x["ttfa_s"] for x in results if x["ttfa_s"] is not None],
                                   "lost": sum(1 for x in results if x["status"] != 200 or x["bytes"] != expected)})
 
-    def median(values: list[float]) -> float:
-        ordered = sorted(values)
-        return ordered[(len(ordered) - 1) // 2]
     by_count = {}
     for n in counts:
         ttfa = [t for x in rounds[n] for t in x["ttfa_s"]]
-        by_count[str(n)] = {"throughput": median([x["throughput"] for x in rounds[n]]),
+        by_count[str(n)] = {"throughput": median_low([x["throughput"] for x in rounds[n]]),
                             "ttfa_p50_s": _percentile(ttfa, 0.5) if ttfa else None,
                             "ttfa_p95_s": _percentile(ttfa, 0.95) if ttfa else None,
                             "lost": sum(x["lost"] for x in rounds[n]), "requests": n * runs}
