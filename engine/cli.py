@@ -551,6 +551,13 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--request-timeout", type=float, default=300.0, help="seconds a request may run")
     sv.add_argument("--max-frames", type=int, default=None,
                     help="frames a request may make at most (12.5 a second of audio; default: the model's runaway guard)")
+    feed = sv.add_mutually_exclusive_group()
+    feed.add_argument("--streaming-text", dest="streaming_text", action="store_true", default=True,
+                      help="feed each request's text while generating: first audio in ~0.2 s, joiners barely stall "
+                           "a batch (a request may ask otherwise: its streaming_text field)")
+    feed.add_argument("--no-streaming-text", dest="streaming_text", action="store_false",
+                      help="the whole text in the prompt, as the reference wrapper does for CustomVoice and "
+                           "VoiceDesign (prefill ~8x longer)")
     sv.add_argument("--shutdown-grace", type=float, default=10.0,
                     help="seconds running streams get to end after SIGTERM")
     sv.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core)")

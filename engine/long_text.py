@@ -81,12 +81,15 @@ def chunk_request(chunk: PlannedChunk, sampling: SamplingParams, max_frames: int
 def speak(engine: "Engine", composition: Composition, sampling: SamplingParams | None = None,
           join_settings: JoinSettings | None = None, max_batch: int = 4,
           on_chunk: Callable[[ChunkTake, int], None] | None = None,
-          max_frames_of: Callable[[PlannedChunk], int] | None = None) -> LongResult:
+          max_frames_of: Callable[[PlannedChunk], int] | None = None,
+          streaming_text: bool | None = None) -> LongResult:
     """Every chunk of `composition`, joined (a LongStream run to its end). `on_chunk(take,
     chunks_in_all)` is called as each chunk is done, in order (progress bars); `max_frames_of(chunk)`
-    sets a chunk's frame limit (the bench: random weights never end an utterance)."""
+    sets a chunk's frame limit (the bench: random weights never end an utterance); `streaming_text`:
+    each chunk's prompt as Engine.stream takes it."""
     join_settings = join_settings or JoinSettings()
-    stream = LongStream(engine, composition, sampling, join_settings, max_batch, max_frames_of)
+    stream = LongStream(engine, composition, sampling, join_settings, max_batch, max_frames_of,
+                        streaming_text=streaming_text)
     told = 0
     for _ in stream:
         while on_chunk is not None and told < len(stream.takes):

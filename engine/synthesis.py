@@ -219,16 +219,16 @@ class Engine:
     def speak(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
               instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
               cast: dict | None = None, lexicon=None, budget=None, pauses=None, join=None,
-              max_batch: int = 4):
+              max_batch: int = 4, streaming_text: bool | None = None):
         """Any text as chunks through the batched engine joined into one take, with each chunk's own
         result (kazeia.engine.long_text.LongResult: chunks, spans, warnings of chunks that reached
         their frame limit). `cast`, `lexicon`, `budget`, `pauses`: as for compose; `join`:
-        text.join.JoinSettings (trimming, crossfade)."""
+        text.join.JoinSettings (trimming, crossfade); `streaming_text`: as synthesize."""
         from .long_text import speak
         sampling = sampling or SamplingParams.from_model(self.info)
         plan = self.compose(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
                             seed=sampling.seed, cast=cast, lexicon=lexicon, budget=budget, pauses=pauses)
-        return speak(self, plan, sampling, join, max_batch=max_batch)
+        return speak(self, plan, sampling, join, max_batch=max_batch, streaming_text=streaming_text)
 
     def stream(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
                instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,

@@ -27,6 +27,7 @@ class SpeechJob:
     instruct: str | None = None
     sampling: SamplingParams | None = None
     lexicon: object = None
+    streaming_text: bool | None = None   # (None: the reference wrapper's default for the model)
     started: float = field(default_factory=time.perf_counter)
     ttfa_ms: float | None = None
     samples: int = 0
@@ -38,7 +39,8 @@ class SpeechJob:
         v = self.voice
         self._stream = self.engine.stream(self.text, speaker=v.speaker, language=self.language or "auto",
                                           instruct=self.instruct if self.instruct is not None else v.instruct,
-                                          voice=v.voice, sampling=self.sampling, lexicon=self.lexicon)
+                                          voice=v.voice, sampling=self.sampling, lexicon=self.lexicon,
+                                          streaming_text=self.streaming_text)
 
     def next_audio(self) -> np.ndarray | None:
         for chunk in self._stream:

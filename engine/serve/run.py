@@ -80,7 +80,8 @@ def serve(args) -> int:
     voices = VoiceBook(model, args.voices, voice_map)   # (checked here, whichever process serves)
     name = args.name or model.info.path.stem
     settings = ServerSettings(name, key, args.max_batch, args.max_queue, args.request_timeout,
-                              wyoming=wyoming, cors_origins=args.cors_origin or [], max_frames=args.max_frames)
+                              wyoming=wyoming, cors_origins=args.cors_origin or [], max_frames=args.max_frames,
+                              streaming_text=args.streaming_text)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     if args.ray is not None:
         if wyoming:

@@ -37,6 +37,8 @@ class SpeechRequest(BaseModel):
     top_k: int | None = Field(None, ge=0)
     top_p: float | None = Field(None, gt=0, le=1)
     max_frames: int | None = Field(None, ge=1)
+    streaming_text: bool | None = Field(None, description="feed the text while generating (the server's "
+                                        "setting when absent; false: the whole text in the prompt)")
 
     @field_validator("input")
     @classmethod

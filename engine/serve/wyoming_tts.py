@@ -27,6 +27,7 @@ from .voices import UnknownVoice, VoiceBook
 
 if TYPE_CHECKING:
     from ..synthesis import Engine
+    from .app import ServerSettings
 
 _ATTRIBUTION = Attribution(name="Kazeia", url="https://github.com/QwenLM/Qwen3-TTS")
 
@@ -34,10 +35,11 @@ _ATTRIBUTION = Attribution(name="Kazeia", url="https://github.com/QwenLM/Qwen3-T
 class WyomingService:
     """What every connection's handler shares."""
 
-    def __init__(self, engine: "Engine", voices: VoiceBook, admission, model_name: str, on_finish, lexicon=None,
-                 max_frames: int | None = None):
+    def __init__(self, engine: "Engine", voices: VoiceBook, admission, settings: "ServerSettings", on_finish,
+                 lexicon=None):
         self.engine, self.voices, self.admission, self.lexicon = engine, voices, admission, lexicon
-        self.max_frames = max_frames   # the server's cap
+        self.settings = settings   # (its frame cap and text feeding)
+        model_name = settings.model_name
         self.on_finish = on_finish   # (job, request id, outcome): the server's log line and metrics
         self.rate = engine.info.sample_rate
         languages = [name for name in engine.info.languages if name in LANGUAGE_CODES]
@@ -112,8 +114,9 @@ class WyomingHandler(AsyncEventHandler):
         if not service.admission.enter():
             await self.write_event(Error(text="the server is full; try again", code="server_busy").event())
             return
-        sampling = SamplingParams.from_model(service.engine.info, max_frames=service.max_frames)
-        job = SpeechJob(service.engine, text, voice, self._language(request), sampling=sampling, lexicon=service.lexicon)
+        sampling = SamplingParams.from_model(service.engine.info, max_frames=service.settings.max_frames)
+        job = SpeechJob(service.engine, text, voice, self._language(request), sampling=sampling, lexicon=service.lexicon,
+                        streaming_text=service.settings.streaming_text)
         rid, outcome = f"wyoming-{int(time.time() * 1000) % 10 ** 9}", "error"
         try:
             await anyio.to_thread.run_sync(job.start)
