@@ -64,10 +64,12 @@ def summary(result: dict) -> str:
         return "\n".join(lines)
     if stage == "serve":
         lines[0] += f", {result['type']}; {result['frames']} frames per request, streamed as pcm"
-        rows = [[n, f"{d['ttfa_p50_s'] * 1000:.0f}", f"{d['ttfa_p95_s'] * 1000:.0f}", f"{d['throughput']:.2f}",
+        rows = [[feed, n, f"{d['ttfa_p50_s'] * 1000:.0f}", f"{d['ttfa_p95_s'] * 1000:.0f}", f"{d['throughput']:.2f}",
                  f"{d['vs_one_client']:.2f}x", f"{d['rtf']:.2f}", f"{d['lost']}/{d['requests']}"]
-                for n, d in result["clients"].items()]
-        lines += _table(["clients", "TTFA p50 ms", "TTFA p95 ms", "audio s per s", "vs 1 client", "RTF", "lost"], rows)
+                for feed, key in (("text fed", "clients"), ("whole text", "whole_text_clients"))
+                for n, d in result.get(key, {}).items()]
+        lines += _table(["prompt", "clients", "TTFA p50 ms", "TTFA p95 ms", "audio s per s", "vs 1 client", "RTF",
+                         "lost"], rows)
         lines.append(f"medians of {result['runs']} alternating round(s); TTFA percentiles over every request")
         return "\n".join(lines)
     if stage == "all":

@@ -16,7 +16,6 @@ import threading
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 import anyio
@@ -29,6 +28,7 @@ from ..text.markup import MarkupError
 from .encoders import MEDIA_TYPES, STREAMED, encoder
 from .errors import ApiError, ErrorBody, api_error_handler, http_error_handler, param_of
 from .metrics import Metrics
+from .settings import ServerSettings
 from .job import SpeechJob
 from .speech import MODEL_ALIASES, SpeechRequest, check_speed, parse, whole_take
 from .voices import UnknownVoice, VoiceBook
@@ -37,23 +37,6 @@ if TYPE_CHECKING:
     from ..synthesis import Engine
 
 log = logging.getLogger("kazeia.serve")
-
-
-@dataclass
-class ServerSettings:
-    model_name: str
-    api_key: str | None = None
-    max_batch: int = 4
-    max_queue: int = 16
-    request_timeout_s: float = 300.0
-    max_body_bytes: int = 1 << 20
-    wyoming: tuple[str, int] | None = None   # (host, port) of a Wyoming server beside the HTTP one
-    cors_origins: list[str] = field(default_factory=list)   # web pages that may call the API (none: CORS off)
-    max_frames: int | None = None   # every request's frames at most (a server's cap on top of the runaway guard)
-    # text fed while generating (the model's dual-track streaming: a prompt of ~10 rows, so a request's
-    # prefill is ~50 ms, not ~400 ms for a sentence, and joiners barely stall a batch); False: the
-    # whole text in the prompt (the reference wrapper's default for CustomVoice and VoiceDesign)
-    streaming_text: bool = True
 
 
 class Admission:
@@ -172,7 +155,8 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
 
     errors = {status: {"description": what, "model": ErrorBody} for status, what in (
         (400, "a bad field, named in param"), (401, "a missing or wrong API key"), (404, "an unknown model or voice"),
-        (413, "a body over the limit"), (415, "a body that is not JSON"), (429, "the queue is full (Retry-After)"),
+        (413, "a body over the limit"), (415, "a body that is not JSON"),
+        (422, "input whose markup cannot be read (line and column in the message)"), (429, "the queue is full (Retry-After)"),
         (503, "the model is loading"), (504, "the request ran over its time limit"))}
     audio = {t: {"schema": {"type": "string", "format": "binary"}} for t in MEDIA_TYPES.values()}
     audio["text/event-stream"] = {"schema": {"type": "string"}}
@@ -205,11 +189,14 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
         try:
             await anyio.to_thread.run_sync(job.start)
             first = await anyio.to_thread.run_sync(job.next_audio)
-        except (ValueError, MarkupError) as e:
+        except MarkupError as e:   # well-formed JSON, a text that cannot be read: 422, where it goes wrong
             job.cancel()
             finish(job, rid, "invalid")
-            param = "input" if isinstance(e, MarkupError) else param_of(str(e))
-            raise ApiError(400, str(e), param, "invalid_value") from None
+            raise ApiError(422, str(e), "input", "invalid_markup") from None
+        except ValueError as e:
+            job.cancel()
+            finish(job, rid, "invalid")
+            raise ApiError(400, str(e), param_of(str(e)), "invalid_value") from None
         except BaseException:
             job.cancel()
             finish(job, rid, "error")

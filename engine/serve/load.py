@@ -41,15 +41,16 @@ def one_request(url: str, body: dict, key: str | None = None, timeout_s: float =
 
 
 def clients(url: str, count: int, frames: int, voice: str, key: str | None = None, model: str = "kazeia",
-            timeout_s: float = 300.0) -> tuple[list[dict], float]:
-    """`count` clients at once (started together); their results in order, and the wall time."""
+            timeout_s: float = 300.0, extra: dict | None = None) -> tuple[list[dict], float]:
+    """`count` clients at once (started together); their results in order, and the wall time.
+    `extra`: more fields of every request."""
     results: list[dict] = [{}] * count
     ready = threading.Barrier(count)
 
     def run(i: int) -> None:
         ready.wait()
         results[i] = one_request(url, {"model": model, "input": BENCH_TEXT, "voice": voice, "response_format": "pcm",
-                                       "max_frames": frames, "seed": i}, key, timeout_s)
+                                       "max_frames": frames, "seed": i, **(extra or {})}, key, timeout_s)
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(count)]
     start = time.perf_counter()
     for t in threads:

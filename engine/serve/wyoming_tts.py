@@ -27,7 +27,7 @@ from .voices import UnknownVoice, VoiceBook
 
 if TYPE_CHECKING:
     from ..synthesis import Engine
-    from .app import ServerSettings
+    from .settings import ServerSettings
 
 _ATTRIBUTION = Attribution(name="Kazeia", url="https://github.com/QwenLM/Qwen3-TTS")
 
