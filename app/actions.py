@@ -18,6 +18,7 @@ class Command:
 COMMANDS = (
     Command("open", "&File", "Open model...", ("Ctrl+O",), "open a model"),
     Command("open_demo", "&File", "Open the demo model"),
+    Command("get_models", "&File", "Get models...", help="download a released model, convert it and open it"),
     Command("export", "&File", "Export selected takes...", ("Ctrl+E",), "export the selected takes"),
     Command("serve", "&File", "Serve this model...", help="the model as a speech service: OpenAI's API, Wyoming"),
     Command("quit", "&File", "Quit", ("Ctrl+Q",)),

@@ -29,6 +29,7 @@ from .controller import EngineController
 from .panels.backend import BackendPanel, modes_help
 from .panels.compare import ComparePanel
 from .panels.lexicon import LexiconPanel
+from .panels.models import ModelsPanel
 from .panels.serve import ServePanel
 from .panels.latency import LatencyPanel
 from .panels.sampling import SamplingPanel
@@ -173,6 +174,11 @@ class MainWindow(QMainWindow):
         self.serve_dialog.setWindowTitle("Serve this model")
         QVBoxLayout(self.serve_dialog).addWidget(self.serve)
         self.serve_dialog.resize(720, 480)
+        self.models = ModelsPanel(self.settings)
+        self.models_dialog = QDialog(self)   # (not modal: takes go on while a model downloads)
+        self.models_dialog.setWindowTitle("Get models")
+        QVBoxLayout(self.models_dialog).addWidget(self.models)
+        self.models_dialog.resize(760, 440)
         self.outer.addWidget(self.workspace, 1)
         # the panels, listed once: settings restored at start and saved on close, the model given to each
         self.panels = (self.backend, self.voice, self.sampling, self.latency, self.takes, self.compare, self.library,
@@ -223,6 +229,7 @@ class MainWindow(QMainWindow):
         s.render_requested.connect(self.render_script)
         s.stop_requested.connect(self.controller.cancel)
         s.play_requested.connect(self.playback.play_file)
+        self.models.open_requested.connect(lambda path: self.load_model(path))
         self._text_save = QTimer(self)   # the text is saved a second after typing stops
         self._text_save.setSingleShot(True)
         self._text_save.setInterval(1000)
@@ -238,6 +245,7 @@ class MainWindow(QMainWindow):
                 "new_voice": self.library.new_from_audio,
                 "show_voices": lambda: self.workspace.show_page(self.library), "shortcuts": self.show_shortcuts,
                 "pronunciation": self.pronunciation_dialog.show, "serve": self.serve_dialog.show,
+                "get_models": self.show_models,
                 "modes": self.show_modes_help, "messages": self.show_messages}
 
     def _menus(self) -> None:
@@ -337,6 +345,11 @@ class MainWindow(QMainWindow):
         box = QMessageBox(QMessageBox.Information, title, text, QMessageBox.Close, self)
         box.setTextInteractionFlags(Qt.TextSelectableByMouse)
         box.open()
+
+    def show_models(self) -> None:
+        self.models.refresh()
+        self.models_dialog.show()
+        self.models_dialog.raise_()
 
     def show_shortcuts(self) -> None:
         self._info_box("Shortcuts", "\n".join(shortcut_lines()))
@@ -716,6 +729,7 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     def closeEvent(self, event) -> None:
+        self.models.wait()   # (a download is cancelled: nothing half-written is registered)
         self.serve.stop()
         self.save_settings()
         self.audio.stop()

@@ -19,6 +19,16 @@ def _cmd_convert(args) -> int:
     return 0
 
 
+def _cmd_pull(args) -> int:
+    from .models.commands import run_pull
+    return run_pull(args)
+
+
+def _cmd_models(args) -> int:
+    from .models.commands import run_models
+    return run_models(args)
+
+
 def _cmd_random(args) -> int:
     from .model_file import open_model
     from .random_model import make_random_model
@@ -375,6 +385,40 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=_cmd_convert)
 
+    pl = sub.add_parser("pull", help="download a released checkpoint, verify it, convert it and register it by name",
+                        description="Downloads with huggingface_hub into its cache (HF_ENDPOINT, HF_TOKEN, HF_HOME, "
+                                    "HF_HUB_OFFLINE apply), checks every file against the hub's hashes, converts to one "
+                                    "GGUF file and registers it (kazeia models); docs/models.md#pulling-models")
+    pl.add_argument("source", help="an alias (kazeia models available: 0.6b-customvoice, 1.7b-voicedesign, ...) "
+                                   "or a repository id, e.g. Qwen/Qwen3-TTS-12Hz-0.6B-Base")
+    pl.add_argument("--revision", default=None, help="branch, tag or commit (default main)")
+    pl.add_argument("--type", type=type_mix_arg, default=None, metavar="TYPE",
+                    help="as for convert (default: 0.6B talker=q6_k,code_predictor=q5_k; 1.7B "
+                         "talker=q5_k,code_predictor=q6_k; other sizes q8_0)")
+    pl.add_argument("--decoder-type", choices=HALF_OR_F32, default=None, help="default f16 (f32 with --type f32)")
+    pl.add_argument("-o", "--output", default=None, help="GGUF file to write (default: NAME.gguf in the models folder)")
+    pl.add_argument("--name", default=None, help="name to register (default: the alias, plus the type when not the default)")
+    pl.add_argument("--force", action="store_true", help="convert again even when the model is up to date")
+    pl.add_argument("--json", action="store_true",
+                    help="progress as JSON lines on stdout (phase download/verify/convert, done, total, unit, file)")
+    pl.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    pl.set_defaults(func=_cmd_pull)
+
+    ms = sub.add_parser("models", help="the models pulled so far: list, info NAME, rm NAME, available")
+    ms.add_argument("--json", action="store_true")
+    msub = ms.add_subparsers(dest="models_command")
+    ml = msub.add_parser("list", help="registered models (the default)")
+    ml.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    ma = msub.add_parser("available", help="the released checkpoints kazeia pull knows by alias")
+    ma.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    mi = msub.add_parser("info", help="one registered model: its record and its file's summary")
+    mi.add_argument("name")
+    mi.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    mr = msub.add_parser("rm", help="forget a model and delete its file")
+    mr.add_argument("name")
+    mr.add_argument("--keep-file", action="store_true", help="forget it but keep the file")
+    ms.set_defaults(func=_cmd_models)
+
     r = sub.add_parser("make-random-model", help="write a model with deterministic random weights (no torch)")
     r.add_argument("-o", "--output", required=True)
     r.add_argument("--size", choices=SIZES, default="tiny")
@@ -416,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     rn.set_defaults(func=_cmd_render)
 
     i = sub.add_parser("info", help="describe a model file")
-    i.add_argument("model", help='a GGUF file, or "demo" for the bundled demo model')
+    i.add_argument("model", help='a GGUF file, a registered name (kazeia models), or "demo" for the bundled demo model')
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=_cmd_info)
 
@@ -435,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Sampling defaults (temperature, top-k, top-p) are the model's own "
                                    "(kazeia info MODEL); threads: every core this process may use "
                                    "($KAZEIA_THREADS overrides), fewer while other processes hold some.")
-    s.add_argument("--model", required=True, help='a GGUF file, or "demo" for the bundled demo model')
+    s.add_argument("--model", required=True, help='a GGUF file, a registered name (kazeia models), or "demo"')
     text = s.add_mutually_exclusive_group(required=True)
     text.add_argument("--text", default=None, help="the text to speak")
     text.add_argument("--text-file", default=None, help="read the text from a UTF-8 file")

@@ -80,8 +80,9 @@ def _check_sources(tensors: SafetensorsFolder, specs: list[dict], metadata: dict
 
 def convert(hf_dir: str | os.PathLike, out_path: str | os.PathLike, out_type: str | TypeMix = "f16",
             progress: bool = True, decoder_type: str | None = None,
-            on_progress=None) -> ConversionReport:
-    """`out_type`: one type, or a per-stage mix ("talker=q5_k,code_predictor=q6_k")."""
+            on_progress=None, model_name: str | None = None) -> ConversionReport:
+    """`out_type`: one type, or a per-stage mix ("talker=q5_k,code_predictor=q6_k"). `model_name`
+    (general.name) defaults to the folder's name (a hub cache folder is named by its commit)."""
     start = time.perf_counter()
     mix = out_type if isinstance(out_type, TypeMix) else TypeMix.parse(out_type)
     ckpt = Checkpoint.open(hf_dir)
@@ -89,7 +90,7 @@ def convert(hf_dir: str | os.PathLike, out_path: str | os.PathLike, out_type: st
         md = metadata_from_configs(ckpt.config, ckpt.generation_config, ckpt.speech_tokenizer_config)
         specs = expected_tensors(md)
         consumed, ignored = _check_sources(ckpt.tensors, specs, md)
-        md["general.name"] = Path(hf_dir).resolve().name
+        md["general.name"] = model_name or Path(hf_dir).resolve().name
         md["general.description"] = f"Qwen3-TTS {md[P + 'variant']} ({md[P + 'size']}), converted by Kazeia"
         md[P + "random_weights"] = False
         md[P + "file_type"] = str(mix)

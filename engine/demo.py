@@ -36,7 +36,12 @@ def demo_model_path() -> Path:
 
 
 def resolve_model(name: str | os.PathLike) -> Path:
-    """A model argument: a GGUF path, or "demo" for the bundled demo model."""
-    if os.fspath(name) == "demo":
+    """A model argument: "demo" for the bundled demo model, a path (a GGUF file or checkpoint
+    folder), or the name of a model `kazeia pull` registered (a path that exists wins)."""
+    text = os.fspath(name)
+    if text == "demo":
         return demo_model_path()
-    return Path(name)
+    if os.path.exists(text):
+        return Path(text)
+    from .models.registry import registered_path
+    return registered_path(text) or Path(text)

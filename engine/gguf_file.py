@@ -124,6 +124,17 @@ def storage_type(storage: str, requested: str, shape: list[int], decoder_type: s
     return "f32"
 
 
+def estimated_file_bytes(specs: list[dict], mix: TypeMix, decoder_type: str | None) -> int:
+    """Bytes of the tensor data a model file holds for this tensor table and these types (exact per
+    tensor; metadata and alignment padding come on top), for disk checks before converting."""
+    total = 0
+    for spec in specs:
+        block, size = gguf.GGML_QUANT_SIZES[_GGML_TYPE[plan_type(spec, mix, decoder_type)]]
+        shape = list(spec["shape"])
+        total += int(np.prod(shape[:-1], dtype=np.int64)) * (shape[-1] // block) * size
+    return total
+
+
 @dataclass
 class TensorPlan:
     name: str
