@@ -44,4 +44,8 @@ def resolve_model(name: str | os.PathLike) -> Path:
     if os.path.exists(text):
         return Path(text)
     from .models.registry import registered_path
-    return registered_path(text) or Path(text)
+    path = registered_path(text)
+    if path is None and os.sep not in text and not text.endswith(".gguf"):   # a name, not a path
+        raise ValueError(f"{text!r}: no such file, and no model registered by that name (`kazeia models` lists "
+                         "them; `kazeia pull` fetches one)")
+    return path or Path(text)
