@@ -151,8 +151,7 @@ def test_say_with_a_registered_name(hub, tmp_path):
 # ---- faults on the wire ---------------------------------------------------------------------------
 
 def test_dropped_connection_resumes_with_a_range_request(hub, tmp_path):
-    """huggingface_hub writes in 10 MB chunks and resumes from the last whole one: a 24 MB file
-    cut in the middle is fetched on from there."""
+    """A 24 MB file cut in the middle is fetched on from the bytes that arrived."""
     from kazeia.engine.models.pull import pull_model
     codec = "Qwen/Qwen3-TTS-Tokenizer-12Hz"
     big = hashlib.sha256(b"seed").digest() * (24 * 2**20 // 32)
@@ -166,6 +165,40 @@ def test_dropped_connection_resumes_with_a_range_request(hub, tmp_path):
     start = int(gets[1]["range"].removeprefix("bytes=").rstrip("-"))
     assert 0 < start <= len(big) // 2
     assert sha256(result.snapshot / "model.safetensors") == hashlib.sha256(big).hexdigest()
+
+
+def test_a_stopped_pull_continues_where_it_stopped(hub, tmp_path):
+    """A pull stopped half-way through the weights (here cancelled; Ctrl-C or a crash leave the same)
+    keeps their bytes; the next pull asks only for the rest, and the file is whole and verified."""
+    from kazeia.engine.errors import PullCancelled
+    from kazeia.engine.models.pull import pull_model
+    weights = "model.safetensors"
+    data = hub.repos[CV_REPO].files[weights]
+    hub.pace[weights] = 8e6   # (~0.9 s: a stop lands mid-file)
+    cancel = threading.Event()
+
+    def stop_midway(p):
+        if p.phase == "download" and p.file == weights and p.done >= 2 * 2**20:
+            cancel.set()
+    with pytest.raises(PullCancelled):
+        pull_model("0.6b-customvoice", on_progress=stop_midway, cancel=cancel)
+    part = cache_repo(tmp_path) / "blobs" / (hashlib.sha256(data).hexdigest() + ".part")
+    kept = part.stat().st_size
+    assert 2 * 2**20 <= kept < len(data) and part.read_bytes() == data[:kept]
+    snapshot = cache_repo(tmp_path) / "snapshots" / hub.repos[CV_REPO].commit
+    already = sum(f.stat().st_size for f in snapshot.rglob("*") if f.is_file())   # (the small files before it)
+    hub.pace.clear()
+    notes, events = [], []
+    result = pull_model("0.6b-customvoice", on_note=notes.append, on_progress=events.append)
+    gets = hub.gets(weights)
+    assert len(gets) == 2 and gets[1]["range"] == f"bytes={kept}-"
+    assert any("continuing" in n for n in notes)
+    assert result.downloaded_bytes == sum(len(b) for n, b in hub.repos[CV_REPO].files.items()
+                                          if n.endswith((".json", ".txt", ".safetensors"))) - kept - already
+    download = [e for e in events if e.phase == "download"][-1]
+    assert download.done == download.total   # (the total is what was left to fetch)
+    assert sha256(result.snapshot / weights) == hashlib.sha256(data).hexdigest() and not part.exists()
+    assert result.entry is not None and Path(result.entry.path).is_file()
 
 
 def test_dropped_connection_mid_checkpoint_still_converts(hub, tmp_path):
@@ -315,7 +348,8 @@ def test_cancel_leaves_nothing_behind(hub, tmp_path):
     with pytest.raises(PullCancelled):
         pull_model("0.6b-customvoice", on_progress=stop_in("download"), cancel=cancel)
     blobs = cache_repo(tmp_path) / "blobs"
-    assert not any(p.name.endswith(".incomplete") for p in blobs.iterdir())
+    assert not any(p.name.endswith(".incomplete") for p in blobs.iterdir())   # (only weights' .part are kept)
+    assert registry(tmp_path) == [] and model_files(tmp_path) == []
     cancel.clear()
     with pytest.raises(PullCancelled):
         pull_model("0.6b-customvoice", on_progress=stop_in("convert"), cancel=cancel)

@@ -43,7 +43,7 @@ def test_get_a_model_cancel_one_download_then_complete_it_and_open_it(qtbot, win
 
     # 1. a slow download, cancelled while a take is made in the window (the window stays live)
     weights = "model.safetensors"
-    # ~3.5 s and ~1 s at this pace (progress comes per 10 MB or per file, so a rate shows once the first is in)
+    # ~3.5 s and ~1 s at this pace: time to see the speed, make a take and cancel mid-file
     hub.pace.update({weights: 2e6, "speech_tokenizer/model.safetensors": 2e6})
     panel.select("0.6b-customvoice")
     assert panel.get_button.isEnabled() and panel.get_button.text() == "Download and open"

@@ -201,8 +201,8 @@ class ModelsPanel(Panel):
         try:
             result = pull_model(source, on_progress=self._progress.emit, cancel=cancel, on_note=self._note.emit)
         except PullCancelled:
-            self._done.emit(None, "cancelled: nothing was registered (what was downloaded stays in the hub's "
-                                  "cache for next time)")
+            self._done.emit(None, "cancelled: nothing was registered; what was downloaded is kept, and the next "
+                                  "download continues from it")
         except (PullError, ValueError, OSError) as e:
             self._done.emit(None, str(e))
         except Exception as e:   # nothing a download does may take the window down

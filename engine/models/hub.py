@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 import httpx2
-from huggingface_hub import HfApi, hf_hub_download
+from huggingface_hub import HfApi, hf_hub_download, hf_hub_url
+from huggingface_hub.utils import build_hf_headers, get_session
 from huggingface_hub import errors as hf_errors
 
 from ..errors import PullCancelled, PullError
@@ -27,6 +28,8 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 CHECKPOINT_PATTERNS = ("*.json", "*.safetensors", "*.txt")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _HASH_BLOCK = 8 << 20
+PART_SUFFIX = ".part"   # a weights file being downloaded, kept between pulls
+DOWNLOAD_TRIES = 5
 
 # progress(kind, file, n): "download" and "verify" with bytes since the last call, "discard" when a
 # file's bytes so far are thrown away (a corrupt copy fetched again)
@@ -184,6 +187,13 @@ class HubRepo:
     def is_cached(self, file: RepoFile) -> bool:
         return file.digest is not None and (self.storage / "blobs" / file.digest).is_file()
 
+    def partial_bytes(self, file: RepoFile) -> int:
+        """Bytes of the file an earlier pull left to be continued (_fetch_blob)."""
+        if file.algorithm != "sha256":
+            return 0
+        part = self.storage / "blobs" / (file.digest + PART_SUFFIX)
+        return part.stat().st_size if part.is_file() else 0
+
     def snapshot_dir(self, commit: str) -> Path:
         return self.storage / "snapshots" / commit
 
@@ -192,10 +202,12 @@ class HubRepo:
         return self.verify(file, commit, self.download(file, commit, progress, cancel), progress, cancel)
 
     def download(self, file: RepoFile, commit: str, progress: Progress | None = None, cancel=None) -> Path:
-        """The file in the cache, downloaded if missing (a dropped connection is resumed by huggingface_hub
-        with a Range request; a file it finished is never fetched again)."""
+        """The file in the cache, downloaded if missing; a weights file is continued where an earlier
+        pull or a dropped connection left it (_fetch_blob), a file once finished is never fetched again."""
         report = progress or (lambda kind, f, n: None)
         try:
+            if file.algorithm == "sha256" and not self.settings.offline and not self.is_cached(file):
+                self._fetch_blob(file, commit, report, cancel)
             return Path(hf_hub_download(
                 self.repo_id, file.name, revision=commit, cache_dir=self.settings.cache_dir,
                 endpoint=self.settings.endpoint, local_files_only=self.settings.offline,
@@ -204,6 +216,52 @@ class HubRepo:
             raise
         except Exception as e:
             raise self.error(e, file.name) from None
+
+    def _fetch_blob(self, file: RepoFile, commit: str, report, cancel) -> None:
+        """A weights file into the cache's blob, continued across pulls: huggingface_hub 2.4 writes
+        each download to a file unique to its process and deletes it on failure, so a pull stopped at
+        3 of 4 GB would start that file again from zero. The bytes go to blobs/<sha256>.part (the
+        name is the content's, so any commit may continue it), a dropped connection or a new pull
+        asks for the rest with a Range request, and the whole file is renamed into place; then
+        hf_hub_download finds the blob and only links it into the snapshot."""
+        blob = self.storage / "blobs" / file.digest
+        part = blob.with_name(blob.name + PART_SUFFIX)
+        part.parent.mkdir(parents=True, exist_ok=True)
+        url = hf_hub_url(self.repo_id, file.name, revision=commit, endpoint=self.settings.endpoint)
+        for attempt in range(1, DOWNLOAD_TRIES + 1):
+            have = part.stat().st_size if part.exists() else 0
+            if file.size is not None and have > file.size:   # not this file's beginning: start over
+                part.unlink()
+                have = 0
+            if have == file.size:   # (whole already: a pull that stopped before moving it)
+                break
+            try:
+                self._get_into(url, part, have, file, report, cancel)
+                break
+            except (httpx2.TransportError, httpx2.StreamError) as e:   # a dropped connection: ask for the rest
+                if attempt == DOWNLOAD_TRIES:
+                    raise PullError(f"{self.repo_id}/{file.name}: the connection kept dropping ({e}); run the pull "
+                                    "again to continue from the bytes already here") from None
+        if file.size is None or part.stat().st_size == file.size:
+            part.replace(blob)   # (checked against its sha256 by verify, like any cached file)
+
+    @staticmethod
+    def _get_into(url: str, part: Path, have: int, file: RepoFile, report, cancel) -> None:
+        headers = build_hf_headers()
+        if have:
+            headers["Range"] = f"bytes={have}-"
+        with get_session().stream("GET", url, headers=headers, follow_redirects=True,
+                                  timeout=httpx2.Timeout(30.0, read=60.0)) as response:
+            if have and response.status_code == 200:   # the server sent it all again: take it from the top
+                have = 0
+            elif response.status_code not in (200, 206):
+                response.raise_for_status()
+            with open(part, "ab" if have else "wb") as f:
+                for chunk in response.iter_bytes(1 << 20):
+                    if cancel is not None and cancel.is_set():
+                        raise PullCancelled("cancelled while downloading (the bytes so far are kept for the next pull)")
+                    f.write(chunk)
+                    report("download", file, len(chunk))
 
     def verify(self, file: RepoFile, commit: str, path: Path, progress: Progress | None = None,
                cancel=None) -> Path:

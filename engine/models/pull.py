@@ -67,7 +67,7 @@ def _mb(n: int) -> str:
 
 
 class _Phase:
-    """Throttled PullProgress events of one phase (a file's bytes come in 10 MB chunks, hashing in
+    """Throttled PullProgress events of one phase (weights come in 1 MB blocks, small files whole, hashing in
     8 MB blocks; the last event of each file is always sent)."""
 
     def __init__(self, phase: str, total: int, on_progress, unit: str = "B"):
@@ -105,7 +105,7 @@ def pull_model(source: str, *, revision: str | None = None, out_type: str | None
     config = repo.read_json(config_file, listing.commit, cancel=cancel)
     model_type = config.get("model_type")
     if model_type == CODEC_MODEL_TYPE or (known is not None and known.codec):
-        snapshot, fetched = _fetch_all(repo, listing, on_progress, cancel)
+        snapshot, fetched = _fetch_all(repo, listing, on_progress, cancel, note)
         note(f"{repo.repo_id} is the speech codec alone: downloaded and verified into {snapshot}, not converted "
              "(every Qwen3-TTS model carries its own copy in speech_tokenizer/)")
         return PullResult(None, snapshot, listing.commit, fetched, False, listing.from_cache)
@@ -129,7 +129,7 @@ def pull_model(source: str, *, revision: str | None = None, out_type: str | None
         note(f"{name} is up to date ({repo.repo_id} at {listing.commit[:12]}, {mix}): nothing to do")
         return PullResult(previous, repo.snapshot_dir(listing.commit), listing.commit, 0, True, listing.from_cache)
 
-    snapshot, fetched = _fetch_all(repo, listing, on_progress, cancel)
+    snapshot, fetched = _fetch_all(repo, listing, on_progress, cancel, note)
     entry = _convert_and_register(repo, listing, snapshot, config, mix, decoder, size, name, out, registry,
                                   on_progress, cancel)
     return PullResult(entry, snapshot, listing.commit, fetched, False, listing.from_cache)
@@ -144,11 +144,14 @@ def _default_name(repo_id: str, known: KnownModel | None, mix: TypeMix, decoder:
     return base
 
 
-def _fetch_all(repo: HubRepo, listing: Listing, on_progress, cancel) -> tuple[Path, int]:
+def _fetch_all(repo: HubRepo, listing: Listing, on_progress, cancel, note) -> tuple[Path, int]:
     """Every listed file in the cache and verified; the space the missing ones need is checked first.
     Returns (snapshot folder, bytes downloaded)."""
     missing = [f for f in listing.files if not repo.is_cached(f)]
-    need = sum(f.size or 0 for f in missing)
+    left = sum(repo.partial_bytes(f) for f in missing)
+    need = sum(f.size or 0 for f in missing) - left
+    if left:
+        note(f"continuing: {_mb(left)} of {repo.repo_id} are here from an earlier pull")
     if missing and not repo.settings.offline:
         check_free_space(need, repo.settings.cache_dir, f"download {repo.repo_id}")
     download = _Phase("download", need, on_progress)
