@@ -542,7 +542,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time the pipeline idle and with N busy processes pinned to cores, alternating, at the "
                         "default thread policy and at a fixed count")
     b.add_argument("--cpu", type=lambda v: [x.strip() for x in v.split(",") if x.strip()], default=None,
-                   metavar="LEVEL,...", help="also run at these CPU levels of Kazeia's kernels (avx512, avxvnni, avx2, generic; "
+                   metavar="LEVEL,...", help="also run at these CPU levels of Kazeia's kernels (x86-64: avx512, avxvnni, avx2; ARM64: "
+                                            "i8mm, dotprod, neon; generic; "
                                             "KAZEIA_CPU), beside the default, alternating, one process per run")
     b.add_argument("--ggml-lib", default=None, metavar="DIR|LEVEL=DIR,...",
                    help="with --cpu: run the other levels on the ggml libraries in DIR (e.g. a build for AVX2 alone), "

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from kazeia import _native
 
-LEVELS = ("auto", "avx512", "avxvnni", "avx2", "generic")
+# KAZEIA_CPU's values on this architecture (x86-64: avx512, avxvnni, avx2; ARM64: i8mm, dotprod, neon; generic)
+LEVELS = ("auto", *_native.cpu_level_names())
 # the backend library each GPU flavour of ggml must hold (scripts/check_ggml_wheel.py checks builds)
 BACKEND_LIBRARIES = {"vulkan": "libggml-vulkan.so", "cuda": "libggml-cuda.so"}
 

@@ -5,6 +5,8 @@
 #   bash scripts/setup.sh [--test]        --test also installs the test dependencies
 #
 # KAZEIA_GGML picks the ggml build (auto|native|vulkan|cuda|wheel); PYTHON the interpreter (3.10+).
+# On ARM64, KAZEIA_GGML_ARM_ARCH (e.g. armv8.2-a+fp16+dotprod) builds ggml for that target instead of
+# probing this CPU (GGML_NATIVE): for a cross compiler or an emulated core (scripts/arm64.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -58,7 +60,9 @@ pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
 # Built wheels are cached by flavor, CPU and build flags in ~/.cache/kazeia/ggml, so reruns don't
 # rebuild; every build is checked to hold the backend it was asked for before it is cached or installed.
 cache="${KAZEIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kazeia}/ggml"
-cpu_id="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-10)"
+cpu_id="$( (grep -m1 -E '^(flags|Features)' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-10)"
+# (another architecture's builds never share x86-64's keys: qemu-user shows the host's /proc/cpuinfo)
+[[ "$(uname -m)" != x86_64 ]] && cpu_id="$(uname -m)-$cpu_id"
 
 has_cuda_gpu() { nvcc --version >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep GPU >/dev/null; }
 has_vulkan_gpu() {
@@ -72,6 +76,9 @@ has_vulkan_gpu() {
 
 build_flags() {   # cmake definitions of a flavor
   local f=(-C cmake.define.GGML_NATIVE=ON -C cmake.define.GGML_LLAMAFILE=ON)
+  if [[ "$(uname -m)" == aarch64 && -n "${KAZEIA_GGML_ARM_ARCH:-}" ]]; then
+    f=(-C cmake.define.GGML_NATIVE=OFF -C "cmake.define.GGML_CPU_ARM_ARCH=$KAZEIA_GGML_ARM_ARCH" -C cmake.define.GGML_LLAMAFILE=ON)
+  fi
   case "$1" in
     vulkan)
       eval "$(bash scripts/vulkan_deps.sh build)"

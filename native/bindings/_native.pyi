@@ -9,7 +9,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderRunner', 'SpeechDecoderSession', 'ThreadPool', 'TtsRunner', 'TtsSession', 'TtsWeights', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_conv_fma', 'compare_gemm_bf16', 'compare_gemm_fma', 'compare_gemm_int8', 'compare_gemv_k_quant', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'cpu_level', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
+__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderRunner', 'SpeechDecoderSession', 'ThreadPool', 'TtsRunner', 'TtsSession', 'TtsWeights', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_conv_fma', 'compare_gemm_bf16', 'compare_gemm_fma', 'compare_gemm_int8', 'compare_gemv_k_quant', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'cpu_level', 'cpu_level_names', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
 class ModelLoadError(ValueError):
     pass
 class Model:
@@ -282,6 +282,10 @@ def compare_repacked_matmul(rows: typing.SupportsInt | typing.SupportsIndex, col
 def cpu_level() -> dict:
     """
     the CPU level Kazeia's kernels use (KAZEIA_CPU caps it), what the CPU has, the levels it can be capped to, and each kernel's state
+    """
+def cpu_level_names() -> list:
+    """
+    every CPU level of this architecture, highest first: the values KAZEIA_CPU takes besides auto
     """
 def devices() -> list:
     """

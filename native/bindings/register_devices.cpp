@@ -79,6 +79,12 @@ void register_devices(py::module_ & m) {
         d["kernels"] = kernels;
         return d;
     }, "the CPU level Kazeia's kernels use (KAZEIA_CPU caps it), what the CPU has, the levels it can be capped to, and each kernel's state");
+
+    m.def("cpu_level_names", [] {
+        py::list names;
+        for (cpu_level l : cpu_levels_of_architecture()) names.append(cpu_level_name(l));
+        return names;
+    }, "every CPU level of this architecture, highest first: the values KAZEIA_CPU takes besides auto");
 }
 
 }  // namespace kazeia::bindings

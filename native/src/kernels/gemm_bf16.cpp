@@ -243,7 +243,12 @@ ggml_tensor * conv_bf16(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, in
                         ggml_tensor * residual) {
     GGML_ASSERT(conv_bf16_applies(w, x->ne[0]) && (x->type == GGML_TYPE_BF16 || x->type == GGML_TYPE_F32) &&
                 ggml_is_contiguous(x));
+#ifdef KAZEIA_X86
     return causal_conv_op(ctx, w, x, dilation, bias, residual, gemm_op, nullptr);
+#else
+    (void)ctx, (void)dilation, (void)bias, (void)residual;
+    return nullptr;   // (not reached: conv_bf16_applies is false without the x86 kernel)
+#endif
 }
 
 void to_bf16(const float * x, uint16_t * y, int64_t n) {

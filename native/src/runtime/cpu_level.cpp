@@ -1,16 +1,44 @@
 #include "kazeia/cpu_level.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <iterator>
 #include <stdexcept>
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#ifndef HWCAP2_I8MM   // (kernel headers before 5.10)
+#define HWCAP2_I8MM (1 << 13)
+#endif
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
 namespace kazeia {
 namespace {
 
+// this architecture's levels, highest first
+#if defined(__aarch64__)
+constexpr cpu_level k_family[] = {cpu_level::i8mm, cpu_level::dotprod, cpu_level::neon, cpu_level::generic};
+#else
+constexpr cpu_level k_family[] = {cpu_level::avx512, cpu_level::avxvnni, cpu_level::avx2, cpu_level::generic};
+#endif
+constexpr int k_family_size = sizeof(k_family) / sizeof(k_family[0]);
+
+// a level's rank in this architecture's family (generic 0); -1 for the other architecture's levels
+int rank(cpu_level level) {
+    for (int i = 0; i < k_family_size; ++i) {
+        if (k_family[i] == level) return k_family_size - 1 - i;
+    }
+    return -1;
+}
+
 bool has(const char * feature) {
+    const std::string f = feature;
 #if defined(__x86_64__) && defined(__GNUC__)
     // __builtin_cpu_supports needs a literal: the features Kazeia's kernels use, by name
-    const std::string f = feature;
     if (f == "avx2") return __builtin_cpu_supports("avx2");
     if (f == "fma") return __builtin_cpu_supports("fma");
     if (f == "f16c") return __builtin_cpu_supports("f16c");
@@ -20,18 +48,45 @@ bool has(const char * feature) {
     if (f == "avx512vnni") return __builtin_cpu_supports("avx512vnni");
     if (f == "avx512bf16") return __builtin_cpu_supports("avx512bf16");
     if (f == "avxvnni") return __builtin_cpu_supports("avxvnni");
-    throw std::logic_error(std::string("cpu_level: unknown CPU feature ") + feature);
+#elif defined(__aarch64__) && defined(__linux__)
+    // the kernel's hardware capabilities (Android too); qemu-user reports its emulated core's
+    static const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+    if (f == "asimd") return hwcap & HWCAP_ASIMD;
+    if (f == "asimddp") return hwcap & HWCAP_ASIMDDP;
+    if (f == "i8mm") return hwcap2 & HWCAP2_I8MM;
+#elif defined(__aarch64__) && defined(__APPLE__)
+    auto sysctl_flag = [](const char * name) {
+        int v = 0;
+        size_t n = sizeof(v);
+        return sysctlbyname(name, &v, &n, nullptr, 0) == 0 && v != 0;
+    };
+    if (f == "asimd") return true;   // (every Apple ARM core)
+    if (f == "asimddp") return sysctl_flag("hw.optional.arm.FEAT_DotProd");
+    if (f == "i8mm") return sysctl_flag("hw.optional.arm.FEAT_I8MM");
 #else
-    (void)feature;
-    return false;
+    return false;   // another architecture: the generic level only
 #endif
+    throw std::logic_error("cpu_level: unknown CPU feature " + f);
 }
 
 cpu_level detect() {
+#if defined(__aarch64__)
+    if (!has("asimd")) return cpu_level::generic;
+    if (!has("asimddp")) return cpu_level::neon;
+    return has("i8mm") ? cpu_level::i8mm : cpu_level::dotprod;
+#else
     if (!(has("avx2") && has("fma") && has("f16c"))) return cpu_level::generic;
     if (has("avx512f") && has("avx512bw") && has("avx512vl")) return cpu_level::avx512;
     if (has("avxvnni")) return cpu_level::avxvnni;
     return cpu_level::avx2;
+#endif
+}
+
+// Whether KAZEIA_CPU can give `level` here: at most the detected level, and for avxvnni the CPU has
+// AVX-VNNI (an AVX-512 CPU may not: AMD Zen 4)
+bool level_on_cpu(cpu_level level) {
+    if (rank(level) < 0 || rank(level) > rank(cpu_level_detected())) return false;
+    return level != cpu_level::avxvnni || has("avxvnni");
 }
 
 }  // namespace
@@ -50,15 +105,21 @@ cpu_level cpu_level_in_force() {
     static std::atomic<int> kept{-1};
     if (const int k = kept.load(std::memory_order_relaxed); k >= 0) return static_cast<cpu_level>(k);
     const std::string asked = cpu_level_requested();
-    cpu_level cap;
-    if (asked == "auto" || asked == "avx512") cap = cpu_level::avx512;
-    else if (asked == "avxvnni") cap = cpu_level::avxvnni;
-    else if (asked == "avx2") cap = cpu_level::avx2;
-    else if (asked == "generic") cap = cpu_level::generic;
-    else throw std::invalid_argument("KAZEIA_CPU=" + asked + ": choose auto, avx512, avxvnni, avx2 or generic");
-    const cpu_level have = cpu_level_detected();
-    cpu_level level = static_cast<int>(cap) < static_cast<int>(have) ? cap : have;
-    if (level == cpu_level::avxvnni && !has("avxvnni")) level = cpu_level::avx2;   // an AVX-512 CPU without it
+    int cap = -1;
+    std::string names = "auto";
+    for (cpu_level l : k_family) {
+        if (asked == "auto" || asked == cpu_level_name(l)) cap = std::max(cap, rank(l));
+        names += std::string(l == cpu_level::generic ? " or " : ", ") + cpu_level_name(l);
+    }
+    if (cap < 0) throw std::invalid_argument("KAZEIA_CPU=" + asked + ": choose " + names);
+    // the highest level at or below the cap that this CPU has (generic always)
+    cpu_level level = cpu_level::generic;
+    for (cpu_level l : k_family) {
+        if (rank(l) <= cap && level_on_cpu(l)) {
+            level = l;
+            break;
+        }
+    }
     kept.store(static_cast<int>(level), std::memory_order_relaxed);
     return level;
 }
@@ -82,17 +143,23 @@ const char * cpu_level_name(cpu_level level) {
         case cpu_level::avx512: return "avx512";
         case cpu_level::avxvnni: return "avxvnni";
         case cpu_level::avx2: return "avx2";
+        case cpu_level::i8mm: return "i8mm";
+        case cpu_level::dotprod: return "dotprod";
+        case cpu_level::neon: return "neon";
         default: return "generic";
     }
 }
 
 std::vector<cpu_level> cpu_levels_available() {
     std::vector<cpu_level> out;
-    for (int l = static_cast<int>(cpu_level_detected()); l >= 0; --l) {
-        const auto level = static_cast<cpu_level>(l);
-        if (level != cpu_level::avxvnni || has("avxvnni")) out.push_back(level);
+    for (cpu_level l : k_family) {
+        if (level_on_cpu(l)) out.push_back(l);
     }
     return out;
+}
+
+std::vector<cpu_level> cpu_levels_of_architecture() {
+    return {std::begin(k_family), std::end(k_family)};
 }
 
 bool cpu_allows(cpu_level level, std::initializer_list<const char *> features) {
@@ -102,7 +169,7 @@ bool cpu_allows(cpu_level level, std::initializer_list<const char *> features) {
     } catch (const std::invalid_argument &) {
         return false;
     }
-    if (static_cast<int>(in_force) < static_cast<int>(level)) return false;
+    if (rank(level) < 0 || rank(in_force) < rank(level)) return false;
     for (const char * f : features) {
         if (!has(f)) return false;
     }

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Kazeia on ARM64 Linux, on an x86-64 Debian machine, under emulation (Debian's qemu-user-static): an
+# arm64 Debian root made once and cached, the host's files bind-mounted at the same paths inside it,
+# and scripts/setup.sh run in it as on any arm64 Debian. Run as root (chroot, mounts); CI runs `test`.
+#
+#   bash scripts/arm64.sh setup              the arm64 root and Kazeia's arm64 venv in it (cached)
+#   bash scripts/arm64.sh test [PYTEST...]   the ARM64 leg: setup, the CPU-level checks on emulated cores,
+#                                            the kernel checks and parity tests at every ARM level
+#   bash scripts/arm64.sh run CMD...         CMD on arm64 in the current folder, the arm64 venv's
+#                                            `kazeia` and `python` first on PATH
+#
+# QEMU_CPU picks the emulated core for `run` (default max: NEON, dotprod, i8mm). Timings under
+# emulation mean nothing: only results are tested here.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${KAZEIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kazeia}/arm64"
+
+# --- the arm64 root: Debian 13 (PySide6 6.11's arm64 wheels need glibc 2.39; Debian 12 has 2.36) ---
+suite=trixie
+packages=(python3 python3-venv python3-dev g++ make cmake ninja-build git ca-certificates
+  # what setup.sh would install: the workbench's libraries, rubberband, and for --test an X server
+  libportaudio2 fonts-dejavu-core libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 rubberband-cli
+  xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 libxkbcommon-x11-0)
+recipe="$suite ${packages[*]}"
+root="$cache/root-$(sha256sum <<< "$recipe" | cut -c1-10)"
+venv=/opt/kazeia-venv   # (inside the root: it is cached with the Python it was made for)
+# The builds run the host's x86-64 cross compiler (Debian's gcc-aarch64-linux-gnu) inside the root, at
+# native speed: the host's /usr at /opt/host-usr, its x86-64 libraries and loader at their own paths
+# (no arm64 file lives there) and the cross toolchain's arm64 libc for the linker. gcc under qemu takes
+# ~12 min for ggml alone, the cross compiler ~2 min for ggml and Kazeia; both make the same arm64 code.
+cross=/opt/host-usr/bin/aarch64-linux-gnu
+# ggml for the emulated cores: GGML_NATIVE cannot probe a core through qemu, so ggml is built for a
+# Cortex-A76-class target (fp16 arithmetic and SDOT, as most ARM tablets since 2019); its code then
+# runs on QEMU_CPU=cortex-a76, neoverse-n1 or max, not on an ARMv8.0 core such as cortex-a53.
+ggml_arch="${KAZEIA_GGML_ARM_ARCH:-armv8.2-a+fp16+dotprod}"
+export QEMU_CPU="${QEMU_CPU:-max}"
+
+log() { printf '\n== %s\n' "$*"; }
+die() { echo "arm64.sh: $*" >&2; exit 1; }
+
+need_host() {   # qemu-user-static registered with binfmt_misc (flag F: usable inside a chroot), mmdebstrap
+  [[ $(id -u) -eq 0 ]] || die "run as root (it makes a chroot and bind mounts)"
+  local missing=()
+  command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static binfmt-support)
+  command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+  command -v aarch64-linux-gnu-g++ >/dev/null || missing+=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu)
+  if ((${#missing[@]})); then
+    log "installing Debian packages: ${missing[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  fi
+  [[ -e /proc/sys/fs/binfmt_misc/register ]] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64
+  grep -q enabled /proc/sys/fs/binfmt_misc/qemu-aarch64 || die "binfmt_misc does not run arm64 programs through qemu"
+}
+
+make_root() {   # once per recipe (~15 min on 2 cores: dpkg under qemu); an older recipe's root is removed
+  [[ -f "$root/.complete" ]] && return
+  log "making the arm64 Debian root ($suite) in $root"
+  rm -rf "$root.tmp"
+  mkdir -p "$cache"
+  local include
+  include="$(IFS=,; echo "${packages[*]}")"
+  mmdebstrap --variant=apt --architectures=arm64,amd64 --include="$include" "$suite" "$root.tmp" \
+    http://deb.debian.org/debian
+  touch "$root.tmp/.complete"
+  find "$cache" -maxdepth 1 -name 'root-*' ! -name "$(basename "$root")" -exec rm -rf {} +
+  mv "$root.tmp" "$root"
+}
+
+# enter CMD...: CMD in the root, in the current folder, in a private mount namespace (nothing stays
+# mounted afterwards): the repository, $HOME and /tmp at their own paths, the arm64 venv first on PATH.
+enter() {
+  local binds=() d pass=()
+  # (and the host's CA bundle: a proxy's own CA is in it, not in the root's)
+  for d in /tmp "$HOME" "$repo" "$PWD" /etc/ssl/certs/ca-certificates.crt; do
+    [[ -e "$d" ]] && binds+=("$d" "$d")
+  done
+  binds+=(/usr /opt/host-usr /usr/lib64 /usr/lib64 /usr/lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu
+          /usr/aarch64-linux-gnu /usr/aarch64-linux-gnu)   # (the cross compiler, above)
+  [[ -e "$root/lib64" ]] || ln -s usr/lib64 "$root/lib64"
+  # the caller's settings for Kazeia, qemu, pip and pytest travel in; the rest of the host's do not
+  while IFS='=' read -r d _; do
+    [[ "$d" =~ ^(KAZEIA_|QEMU_|OMP_|PYTEST_|PIP_INDEX_URL|PIP_EXTRA_INDEX_URL|PIP_DEFAULT_TIMEOUT|https?_proxy|no_proxy|CI$) ]] \
+      && pass+=("$d=${!d}")
+  done < <(env)
+  cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  unshare --mount --propagation private -- bash -euo pipefail -c '
+    root="$1"; nbinds="$2"; shift 2
+    mount -t proc proc "$root/proc"
+    mount --rbind /dev "$root/dev"
+    mount --rbind /sys "$root/sys"
+    for ((i = 0; i < nbinds; i += 2)); do   # (pairs: host path, path inside)
+      if [[ -d "$1" ]]; then mkdir -p "$root$2"; else touch "$root$2"; fi
+      mount --bind "$1" "$root$2"
+      shift 2
+    done
+    exec chroot "$root" "$@"' _ "$root" "${#binds[@]}" "${binds[@]}" \
+    /usr/bin/env -i HOME="$HOME" LANG=C.UTF-8 TERM="${TERM:-dumb}" \
+      PATH="$venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "${pass[@]}" \
+      /bin/bash -c 'cd "$0" && exec "$@"' "$PWD" "$@"
+}
+
+setup() {   # the root, then setup.sh in it: ggml and Kazeia built by the x86-64 cross compiler (cached)
+  need_host
+  make_root
+  log "scripts/setup.sh --test on arm64 (QEMU_CPU=$QEMU_CPU)"
+  (cd "$repo" && enter env KAZEIA_VENV="$venv" KAZEIA_GGML="${KAZEIA_GGML:-native}" \
+    KAZEIA_GGML_ARM_ARCH="$ggml_arch" CC="$cross-gcc" CXX="$cross-g++" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+    bash scripts/setup.sh --test)
+}
+
+# The ARM64 leg (what CI runs): which level each emulated core gets; Kazeia's kernel checks at every
+# ARM level (KAZEIA_CPU caps them, as on x86); the parity tests (greedy codes against the reference's
+# goldens, streamed == offline, batch == alone) on the core with every feature and on one without
+# i8mm.
+leg() {
+  # (no pytest-qt: the workbench is not tested on arm64, and its Qt needs libraries the root lacks)
+  local pytest=(python -m pytest -p no:cacheprovider -p no:pytest-qt -q -ra --timeout=1800)
+  local kernels=(tests/test_placement.py tests/test_batch.py tests/test_cli.py
+                 -k "kernel or lanes or gemm or attention or panel or repacked or batch_products or cpu_level_caps")
+  local parity=(tests/test_tts.py::test_greedy_codes_and_audio_match_reference
+                tests/test_tts.py::test_stream_matches_synthesize_and_reports_timings
+                tests/test_batch.py::test_golden_cases_inside_a_batch_match_the_reference
+                tests/test_batch.py::test_a_sequence_alone_and_in_a_batch_at_full_block_counts
+                tests/test_speech_decoder.py::test_every_stage_matches_the_reference
+                tests/test_speech_decoder.py::test_streaming_equals_offline_for_any_feeding_pattern)
+  local core expected level
+  cd "$repo"
+  for core in cortex-a53=neon cortex-a72=neon cortex-a76=dotprod neoverse-n1=dotprod max=i8mm; do
+    expected="${core#*=}" core="${core%=*}"
+    log "QEMU_CPU=$core: Kazeia's level must be $expected"
+    QEMU_CPU="$core" enter python -c 'import sys; from kazeia import _native
+names, d = _native.cpu_level_names(), _native.cpu_level()
+want = sys.argv[1]
+assert d["detected"] == d["level"] == want and d["available"] == names[names.index(want):], d
+print("  ", d["level"], d["available"])' "$expected"
+  done
+  read -r -a levels <<< "$(QEMU_CPU=max enter python -c 'from kazeia import _native; print(*_native.cpu_level()["available"])')"
+  for level in "${levels[@]}"; do
+    log "kernel checks at KAZEIA_CPU=$level (QEMU_CPU=max)"
+    QEMU_CPU=max KAZEIA_CPU="$level" enter "${pytest[@]}" "${kernels[@]}" "$@"
+  done
+  for core in max cortex-a76; do
+    log "parity tests on QEMU_CPU=$core"
+    QEMU_CPU="$core" enter "${pytest[@]}" "${parity[@]}" "$@"
+  done
+}
+
+case "${1:-}" in
+  setup) setup ;;
+  run)
+    shift
+    (($#)) || die "usage: arm64.sh run CMD..."
+    need_host
+    [[ -x "$root$venv/bin/kazeia" ]] || setup >&2
+    enter "$@" ;;
+  test)
+    shift
+    setup
+    leg "$@" ;;
+  *) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
