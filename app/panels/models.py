@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QProgressBar,
                                QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
-from kazeia.engine.models.catalog import KNOWN_MODELS
+from kazeia.engine.models.catalog import KNOWN_MODELS, find_known
 
 from .base import Panel
 
@@ -239,8 +239,8 @@ class ModelsPanel(Panel):
         entry = result.entry
         got = f"{_size(result.downloaded_bytes)} downloaded" if result.downloaded_bytes else "nothing to download"
         self.status.setText(f"{entry.name}: {got}, {_size(entry.file_bytes)} file ({entry.type}); opening it")
-        self.select(entry.name if entry.source.lower() not in {m.repo.lower() for m in KNOWN_MODELS}
-                    else next(m.alias for m in KNOWN_MODELS if m.repo.lower() == entry.source.lower()))
+        known = find_known(entry.source)
+        self.select(known.alias if known is not None else entry.name)
         self.pulled.emit(entry)
         self.open_requested.emit(entry.path)
 

@@ -189,13 +189,11 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
         try:
             await anyio.to_thread.run_sync(job.start)
             first = await anyio.to_thread.run_sync(job.next_audio)
-        except MarkupError as e:   # well-formed JSON, a text that cannot be read: 422, where it goes wrong
+        except (ValueError, MarkupError) as e:
             job.cancel()
             finish(job, rid, "invalid")
-            raise ApiError(422, str(e), "input", "invalid_markup") from None
-        except ValueError as e:
-            job.cancel()
-            finish(job, rid, "invalid")
+            if isinstance(e, MarkupError):   # well-formed JSON, a text that cannot be read: 422, where it goes wrong
+                raise ApiError(422, str(e), "input", "invalid_markup") from None
             raise ApiError(400, str(e), param_of(str(e)), "invalid_value") from None
         except BaseException:
             job.cancel()
