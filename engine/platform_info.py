@@ -59,6 +59,16 @@ def cpu_level() -> dict:
     return _native.cpu_level()
 
 
+def active_kernels(level: dict | None = None) -> set[str]:
+    """The ids of Kazeia's kernels that run at the level in force (each architecture lists its own)."""
+    return {k["id"] for k in (level or cpu_level())["kernels"] if k["active"]}
+
+
+def f32_products_active(level: dict | None = None) -> bool:
+    """Whether f16 (and bf16) decoder weights go through Kazeia's f32-arithmetic products, in any form."""
+    return any(k.startswith("gemm_fma") for k in active_kernels(level))
+
+
 def check_cpu_level() -> str:
     """The level in force; ValueError with the accepted values when KAZEIA_CPU is not one of them."""
     return cpu_level()["level"]

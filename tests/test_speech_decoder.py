@@ -7,7 +7,7 @@ import pytest
 
 from kazeia import _native
 from kazeia.engine import open_model
-from kazeia.engine.platform_info import at_cpu_level
+from kazeia.engine.platform_info import active_kernels, at_cpu_level, f32_products_active
 from kazeia.engine.speech_decoder import SpeechDecoder
 
 from goldens import GOLDEN
@@ -163,8 +163,7 @@ def test_f16_weights_stay_close(converted, model32, report):
     dec = SpeechDecoder(open_model(converted("custom_voice", "f16")), threads=2)
     half = dec.decode(codes)
     err = float(np.abs(half - ref).max())
-    kernels = {k["id"]: k["active"] for k in _native.cpu_level()["kernels"]}
-    ours = kernels["gemm_fma"] or kernels["gemm_fma_avx2"]
+    ours = f32_products_active()
     snr = snr_db(ref, half)
     report(f"decoder f16 vs f32 weights, {'Kazeia f32 products' if ours else 'ggml f16 products'}{at_cpu_level()}: "
            f"SNR {snr:.1f} dB, max abs {err:.2e}, rms {float(np.sqrt(np.mean((half - ref) ** 2))):.2e}")
@@ -207,9 +206,9 @@ def test_bf16_decoder_option(tmp_path, report):
     snr = 10 * np.log10(np.mean(ref ** 2) / np.mean((wav - ref) ** 2))
     # without Kazeia's bf16 kernels (no AVX-512 BF16, or KAZEIA_CPU below it) the matrices are
     # re-laid as f16 at load: ggml's bf16 products are several times slower than its f16 ones there
-    kernels = {k["id"]: k["active"] for k in _native.cpu_level()["kernels"]}
+    kernels = active_kernels()
     relaid = dec._native.bf16_relaid
-    assert (relaid > 0) == (not kernels["gemm_bf16"])
+    assert (relaid > 0) == ("gemm_bf16" not in kernels)
     how = f"re-laid as f16 ({relaid} matrices)" if relaid else "Kazeia's bf16 kernels"
     report(f"decoder bf16 weights, {how}{at_cpu_level()}: SNR {snr:.1f} dB vs the reference waveform")
     assert snr > 30
@@ -289,13 +288,12 @@ def test_f32_products_match_ggml_and_do_not_depend_on_the_column_count(weights):
     arithmetic GEMM: the columns stay f32, each output is one chain of multiply-adds in a fixed
     order, so the columns of one launch equal each column alone, bit for bit; ggml's product rounds
     its columns to f16 first (for bf16 weights: to bf16), so it is close, not equal."""
-    kernels = {k["id"]: k["active"] for k in _native.cpu_level()["kernels"]}
     for rows, cols, n in [(96, 672, 300), (192, 1344, 97), (768, 5376, 33), (16, 32, 1), (1024, 512, 4),
                           (48, 96, 7)]:
         applied, ggml, ours, alone = _native.compare_gemm_fma(weights, rows, cols, n, seed=rows)
-        assert applied == (kernels["gemm_fma"] or kernels["gemm_fma_avx2"])
+        assert applied == f32_products_active()
         if not applied:
-            pytest.skip("the f32 products need AVX2" + at_cpu_level())
+            pytest.skip("the f32 products need AVX2 or NEON" + at_cpu_level())
         assert ggml.shape == ours.shape == alone.shape == (n, rows)
         assert np.array_equal(ours, alone), (rows, cols, n)
         bound = 1e-3 if weights == "f16" else 1e-2   # the columns' rounding in ggml's product
@@ -336,10 +334,10 @@ def test_f32_products_give_the_same_audio_in_every_form(converted, tmp_path, rep
     np.save(codes, LONG["codes"][:40])
     runs = {"panels at load": {}, "rearranged per launch": {"KAZEIA_NO_DECODER_PANELS": "1"},
             "256-bit form": {"KAZEIA_CPU": "avx2"}}
-    kernels = {k["id"]: k["active"] for k in _native.cpu_level()["kernels"]}
-    if not (kernels["gemm_fma"] or kernels["gemm_fma_avx2"]):
-        pytest.skip("the f32 products need AVX2" + at_cpu_level())
-    if not kernels["gemm_fma"]:
+    kernels = active_kernels()
+    if not f32_products_active():
+        pytest.skip("the f32 products need AVX2 or NEON" + at_cpu_level())
+    if "gemm_fma" not in kernels:
         runs.pop("256-bit form")   # (the only form here: the first run's)
     audio = {}
     for name, env in runs.items():

@@ -9,7 +9,12 @@
 #include "kernels/conv_launch.h"
 #include "kernels/gemv_common.h"
 
-#ifdef KAZEIA_X86
+// the forms: AVX-512 and AVX2 on x86-64, NEON on ARM64 (all give the same bits)
+#if defined(KAZEIA_X86) || defined(KAZEIA_ARM64)
+#define KAZEIA_FMA_PRODUCTS 1
+#endif
+
+#ifdef KAZEIA_FMA_PRODUCTS
 namespace kazeia::fma_products {
 
 constexpr int64_t k_chunk_columns = 96;
@@ -41,7 +46,9 @@ struct launch {
 };
 
 }  // namespace kazeia::fma_products
+#endif  // KAZEIA_FMA_PRODUCTS
 
+#ifdef KAZEIA_X86
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
 namespace kazeia::fma_products::avx512 {
@@ -131,22 +138,69 @@ struct V {
 #pragma GCC pop_options
 #endif  // KAZEIA_X86
 
+#ifdef KAZEIA_ARM64
+namespace kazeia::fma_products::neon {
+
+struct V {
+    static constexpr int lanes = 4, max_panels = 4, tile_columns = 6;   // 4 x 6 sums in 24 of 32 registers
+    using F = float32x4_t;
+    static F zero() { return vdupq_n_f32(0.0f); }
+    static F load(const float * p) { return vld1q_f32(p); }
+    static F bcast(const float * p) { return vld1q_dup_f32(p); }
+    static F fmadd(F a, F b, F c) { return vfmaq_f32(c, a, b); }   // (fused: rounded once, as on x86)
+    static F add(F a, F b) { return vaddq_f32(a, b); }
+    static void store(float * p, F v) { vst1q_f32(p, v); }
+    template <typename T> static F widen(const T * p) {
+        const uint16x4_t h = vld1_u16(reinterpret_cast<const uint16_t *>(p));
+        if constexpr (std::is_same_v<T, ggml_bf16_t>) {   // bf16: the high half of an f32
+            return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+        } else {
+            return vcvt_f32_f16(vreinterpret_f16_u16(h));   // (FCVTL: ARMv8.0, exact)
+        }
+    }
+    static F widen(const uint8_t * p, ggml_type type) {
+        return type == GGML_TYPE_F16 ? widen(reinterpret_cast<const ggml_fp16_t *>(p)) : widen(reinterpret_cast<const ggml_bf16_t *>(p));
+    }
+    // 4 x 4 transpose: pairs of 32-bit values, then pairs of 64-bit halves
+    static void pack_block(const uint8_t * rows, size_t stride, ggml_type type, float * out) {
+        F r[4];
+        for (int i = 0; i < 4; ++i) r[i] = widen(rows + i * stride, type);
+        const F t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
+        const F t2 = vtrn1q_f32(r[2], r[3]), t3 = vtrn2q_f32(r[2], r[3]);
+        auto lo = [](F a, F b) { return vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(a), vreinterpretq_f64_f32(b))); };
+        auto hi = [](F a, F b) { return vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(a), vreinterpretq_f64_f32(b))); };
+        vst1q_f32(out + 0, lo(t0, t2));
+        vst1q_f32(out + 4, lo(t1, t3));
+        vst1q_f32(out + 8, hi(t0, t2));
+        vst1q_f32(out + 12, hi(t1, t3));
+    }
+};
+
+#include "kernels/gemm_fma_tiles.inc"
+
+}  // namespace kazeia::fma_products::neon
+#endif  // KAZEIA_ARM64
+
 namespace kazeia {
 namespace {
 
-#ifdef KAZEIA_X86
+#ifdef KAZEIA_FMA_PRODUCTS
 using namespace fma_products;
 
 // the form this process runs: the widest the level in force allows (0: none)
 int form_lanes() {
+#ifdef KAZEIA_X86
     static const int lanes = cpu_allows(cpu_level::avx512) ? avx512::V::lanes : cpu_allows(cpu_level::avx2) ? avx2::V::lanes : 0;
+#else
+    static const int lanes = cpu_allows(cpu_level::neon) ? neon::V::lanes : 0;
+#endif
     return lanes;
 }
 
-// whole 16-lane registers in either form, so that both multiply the same weights (the 256-bit form
-// reads 16 rows as two registers of 8)
+// whole groups of 16 rows and values in every form, so that all multiply the same weights (the
+// narrower forms read 16 rows as two registers of 8 or four of 4)
 bool shape_applies(ggml_type type, int64_t row, int64_t rows) {
-    constexpr int64_t lanes = avx512::V::lanes;
+    constexpr int64_t lanes = 16;
     return form_lanes() && (type == GGML_TYPE_F16 || type == GGML_TYPE_BF16) && rows % lanes == 0 && row % lanes == 0;
 }
 
@@ -174,18 +228,22 @@ void product_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
                    static_cast<float *>(dst->data),
                    n,
                    userdata == k_panels_mark};
+#ifdef KAZEIA_X86
     if (form_lanes() == avx512::V::lanes) {
         avx512::launch_share(l, ith, nth);
     } else {
         avx2::launch_share(l, ith, nth);
     }
+#else
+    neon::launch_share(l, ith, nth);
+#endif
 }
-#endif  // KAZEIA_X86
+#endif  // KAZEIA_FMA_PRODUCTS
 
 }  // namespace
 
 bool gemm_fma_available() {
-#ifdef KAZEIA_X86
+#ifdef KAZEIA_FMA_PRODUCTS
     return form_lanes() > 0;
 #else
     return false;
@@ -193,7 +251,7 @@ bool gemm_fma_available() {
 }
 
 ggml_tensor * gemm_fma(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-#ifdef KAZEIA_X86
+#ifdef KAZEIA_FMA_PRODUCTS
     if (ggml_n_dims(w) > 2 || !weight_applies(w, w->ne[0])) return nullptr;
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
     if (x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->ne[2] != 1 || x->ne[3] != 1) return nullptr;
@@ -207,7 +265,7 @@ ggml_tensor * gemm_fma(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
 }
 
 bool conv_fma_applies(const ggml_tensor * w, int64_t channels) {
-#ifdef KAZEIA_X86
+#ifdef KAZEIA_FMA_PRODUCTS
     const int64_t rows = w->ne[ggml_n_dims(w) - 1], row = ggml_nelements(w) / rows;
     return weight_applies(w, row) && row % channels == 0;
 #else
@@ -219,7 +277,7 @@ bool conv_fma_applies(const ggml_tensor * w, int64_t channels) {
 ggml_tensor * conv_fma(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, int dilation, ggml_tensor * bias,
                        ggml_tensor * residual) {
     GGML_ASSERT(conv_fma_applies(w, x->ne[0]) && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x));
-#ifdef KAZEIA_X86
+#ifdef KAZEIA_FMA_PRODUCTS
     return causal_conv_op(ctx, w, x, dilation, bias, residual, product_op, panels_userdata(w));
 #else
     (void)ctx, (void)dilation, (void)bias, (void)residual;
@@ -228,7 +286,7 @@ ggml_tensor * conv_fma(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, int
 }
 
 bool is_fma_product(const ggml_tensor * t) {
-#ifdef KAZEIA_X86
+#ifdef KAZEIA_FMA_PRODUCTS
     if (t->op != GGML_OP_CUSTOM) return false;
     ggml_custom_op_t fun;
     std::memcpy(&fun, t->op_params, sizeof fun);   // ggml_custom_4d's parameters begin with the function
@@ -240,7 +298,7 @@ bool is_fma_product(const ggml_tensor * t) {
 }
 
 bool fma_panels_apply(ggml_type type, int64_t row, int64_t rows) {
-#ifdef KAZEIA_X86
+#ifdef KAZEIA_FMA_PRODUCTS
     return shape_applies(type, row, rows);
 #else
     (void)type, (void)row, (void)rows;
@@ -249,12 +307,16 @@ bool fma_panels_apply(ggml_type type, int64_t row, int64_t rows) {
 }
 
 std::vector<uint8_t> fma_panels(const std::vector<uint8_t> & bytes, ggml_type type, int64_t row, int64_t rows) {
-#ifdef KAZEIA_X86
+#ifdef KAZEIA_FMA_PRODUCTS
     if (!fma_panels_apply(type, row, rows) || bytes.size() != size_t(row * rows) * 2) {
         throw std::invalid_argument("fma_panels: not a weight the f32 products lay out");
     }
+#ifdef KAZEIA_X86
     return form_lanes() == avx512::V::lanes ? avx512::panels_of(bytes.data(), row, rows)
                                             : avx2::panels_of(bytes.data(), row, rows);
+#else
+    return neon::panels_of(bytes.data(), row, rows);
+#endif
 #else
     (void)bytes, (void)type, (void)row, (void)rows;
     throw std::invalid_argument("fma_panels: no f32 products on this CPU");
@@ -262,7 +324,7 @@ std::vector<uint8_t> fma_panels(const std::vector<uint8_t> & bytes, ggml_type ty
 }
 
 void mark_fma_panels(ggml_tensor * w) {
-#ifdef KAZEIA_X86
+#ifdef KAZEIA_FMA_PRODUCTS
     w->extra = const_cast<char *>(k_panels_mark);
 #else
     (void)w;

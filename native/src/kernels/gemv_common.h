@@ -11,6 +11,10 @@
 #include <immintrin.h>
 #define KAZEIA_X86 1
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>   // (Advanced SIMD is part of every AArch64 core: no target switch needed)
+#define KAZEIA_ARM64 1
+#endif
 
 namespace kazeia {
 

@@ -52,14 +52,25 @@ inline ggml_tensor * product(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     return batch ? columns_apart(ctx, w, x) : ggml_mul_mat(ctx, w, x);
 }
 
-// ggml_mul_mat by the same kernel whatever the number of columns: ggml hands two or more contiguous
-// columns to llamafile's sgemm and a single or strided one to its vec_dot, and the two round
-// differently; a single column goes in doubled.
+// The fewest contiguous columns ggml hands to llamafile's sgemm rather than its vec_dot (the two
+// round differently): two on x86-64; on ARM64 four for f32 and eight for f16 (whose sgemm there
+// also works in f16 arithmetic where ggml was built with it).
+#if defined(__aarch64__)
+constexpr int64_t k_sgemm_min_columns = 8;
+#else
+constexpr int64_t k_sgemm_min_columns = 2;
+#endif
+
+// ggml_mul_mat by the same kernel whatever the number of columns: fewer columns than sgemm takes go
+// in repeated up to that count, and the first ones are kept.
 inline ggml_tensor * same_kernel_mul_mat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
     if (!ggml_is_contiguous(b)) b = ggml_cont(ctx, b);
-    if (b->ne[1] != 1) return ggml_mul_mat(ctx, a, b);
-    ggml_tensor * r = ggml_mul_mat(ctx, a, ggml_concat(ctx, b, b, 1));
-    ggml_tensor * first = ggml_view_4d(ctx, r, r->ne[0], 1, r->ne[2], r->ne[3], r->nb[1], r->nb[2], r->nb[3], 0);
+    const int64_t n = b->ne[1];
+    if (n >= k_sgemm_min_columns) return ggml_mul_mat(ctx, a, b);
+    ggml_tensor * padded = b;
+    while (padded->ne[1] < k_sgemm_min_columns) padded = ggml_concat(ctx, padded, b, 1);
+    ggml_tensor * r = ggml_mul_mat(ctx, a, padded);
+    ggml_tensor * first = ggml_view_4d(ctx, r, r->ne[0], n, r->ne[2], r->ne[3], r->nb[1], r->nb[2], r->nb[3], 0);
     return ggml_is_contiguous(first) ? first : ggml_cont(ctx, first);
 }
 

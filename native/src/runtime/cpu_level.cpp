@@ -177,6 +177,16 @@ bool cpu_allows(cpu_level level, std::initializer_list<const char *> features) {
 }
 
 std::vector<kernel_status> kernel_statuses() {
+#if defined(__aarch64__)
+    // ARM64: the decoder's products are Kazeia's; the talker's and code predictor's are ggml's own
+    // (its NEON/SDOT/SMMLA quantised products, as built), which already hold a column's result
+    // whatever shares its launch (tests/test_batch.py checks it at every level)
+    return {
+        {"gemm_fma_neon", "f32-arithmetic GEMM and convolution for f16 and bf16 decoder weights, NEON form (the x86 forms' numbers)",
+         "neon", cpu_allows(cpu_level::neon),
+         "ggml's f16 mul_mat over im2col (f16 arithmetic where ggml was built with +fp16; bf16 weights re-laid as f16 at load)"},
+    };
+#else
     // the lanes kernels take one form per process: the widest the level allows
     const bool lanes512 = cpu_allows(cpu_level::avx512, {"avx512vnni"});
     const bool lanes256 = !lanes512 && cpu_allows(cpu_level::avxvnni, {"avxvnni"});
@@ -204,6 +214,7 @@ std::vector<kernel_status> kernel_statuses() {
          "ggml's f16 mul_mat over im2col (bf16 decoder weights re-laid as f16 at load, exact in range)"},
         {"prefill_attention", "prompt attention", "avx512", cpu_allows(cpu_level::avx512), "ggml's mul_mat, soft_max and mul_mat"},
     };
+#endif
 }
 
 }  // namespace kazeia
