@@ -116,8 +116,8 @@ setup() {   # the root, then setup.sh in it: ggml and Kazeia built by the x86-64
 leg() {
   # (no pytest-qt: the workbench is not tested on arm64, and its Qt needs libraries the root lacks)
   local pytest=(python -m pytest -p no:cacheprovider -p no:pytest-qt -q -ra --timeout=1800)
-  local kernels=(tests/test_placement.py tests/test_batch.py tests/test_cli.py
-                 -k "kernel or lanes or gemm or attention or panel or repacked or batch_products or cpu_level_caps")
+  local kernels=(tests/test_placement.py tests/test_batch.py tests/test_cli.py tests/test_speech_decoder.py
+                 -k "kernel or lanes or gemm or attention or panel or repacked or batch_products or cpu_level_caps or f32_products or f16_weights")
   local parity=(tests/test_tts.py::test_greedy_codes_and_audio_match_reference
                 tests/test_tts.py::test_stream_matches_synthesize_and_reports_timings
                 tests/test_batch.py::test_golden_cases_inside_a_batch_match_the_reference
@@ -144,6 +144,72 @@ print("  ", d["level"], d["available"])' "$expected"
     log "parity tests on QEMU_CPU=$core"
     QEMU_CPU="$core" enter "${pytest[@]}" "${parity[@]}" "$@"
   done
+  same_products_as_x86
+  dependencies_for_debian12
+}
+
+# The root above is Debian 13; on arm64 Debian 12 (Python 3.11, glibc 2.36: also Raspberry Pi OS)
+# every dependency must still come as a wheel that installs there: pip resolves them natively for
+# that platform, installing nothing, and says which PySide6 it took (pyproject.toml's aarch64 rule).
+dependencies_for_debian12() {
+  local host_python="$repo/.venv/bin/python" reqs report v platforms=()
+  [[ -x "$host_python" ]] || return 0
+  log "Kazeia's dependencies as wheels for arm64 Debian 12 (Python 3.11, glibc 2.36), resolved"
+  reqs="$(mktemp)" report="$(mktemp)"
+  (cd "$repo" && "$host_python" -c 'import tomllib
+from packaging.requirements import Requirement
+env = {"platform_machine": "aarch64", "python_version": "3.11", "python_full_version": "3.11.2",
+       "sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "implementation_name": "cpython",
+       "platform_python_implementation": "CPython", "extra": ""}
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+for line in project["dependencies"] + project["optional-dependencies"]["test"]:
+    r = Requirement(line)
+    if r.marker is None or r.marker.evaluate(env):
+        r.marker = None
+        print(r)') > "$reqs"
+  for v in $(seq 36 -1 17); do platforms+=(--platform "manylinux_2_${v}_aarch64"); done
+  "$host_python" -m pip install -q --disable-pip-version-check --dry-run --ignore-installed --target "$(mktemp -d)" \
+    "${platforms[@]}" --platform manylinux2014_aarch64 --platform linux_aarch64 --implementation cp \
+    --python-version 3.11 --only-binary=:all: --report "$report" -r "$reqs"
+  "$host_python" -c 'import json, sys
+picked = {i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"] for i in json.load(open(sys.argv[1]))["install"]}
+print(f"   {len(picked)} packages, all wheels; PySide6-Essentials", picked["pyside6-essentials"])' "$report"
+  rm -f "$reqs" "$report"
+}
+
+# The f32 products' NEON form against the x86-64 forms: the same seeded weights and columns, products
+# and convolutions of several shapes, made here and on arm64, must be equal bit for bit (one fused
+# multiply-add chain per output in a fixed order, on both).
+same_products_as_x86() {
+  local host_python="$repo/.venv/bin/python" dir
+  if [[ ! -x "$host_python" ]]; then
+    log "no x86-64 venv ($host_python): the NEON form is not compared with the x86 forms"
+    return
+  fi
+  log "the f32 products on arm64 (NEON) against x86-64 (AVX2/AVX-512), bit for bit"
+  dir="$(mktemp -d)"
+  local dump='import sys, numpy as np
+from kazeia import _native
+out = {}
+for t in ("f16", "bf16"):
+    for rows, cols, n in [(96, 672, 300), (192, 1344, 7), (16, 32, 1), (1024, 512, 4)]:
+        applied, _, ours, alone = _native.compare_gemm_fma(t, rows, cols, n, seed=rows)
+        assert applied and np.array_equal(ours, alone), (t, rows, cols, n)
+        out[f"gemm-{t}-{rows}-{cols}-{n}"] = ours
+    for ch, rows, taps, dil, n in [(96, 96, 7, 9, 300), (768, 768, 7, 3, 5), (32, 16, 7, 9, 20)]:
+        applied, _, in_place, _ = _native.compare_conv_fma(t, ch, rows, taps, dil, n, seed=rows)
+        assert applied, (t, ch, rows)
+        out[f"conv-{t}-{ch}-{rows}-{taps}-{dil}-{n}"] = in_place
+np.savez(sys.argv[1], **out)'
+  "$host_python" -c "$dump" "$dir/x86.npz"
+  QEMU_CPU=max enter python -c "$dump" "$dir/arm64.npz"
+  "$host_python" -c 'import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert sorted(a.files) == sorted(b.files)
+bad = [k for k in a.files if a[k].tobytes() != b[k].tobytes()]
+assert not bad, f"arm64 differs from x86-64 in {bad}"
+print(f"   {len(a.files)} products and convolutions: equal bit for bit")' "$dir/x86.npz" "$dir/arm64.npz"
+  rm -rf "$dir"
 }
 
 case "${1:-}" in

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Sets up everything and runs the whole test suite: the engine against the official PyTorch
 # reference (live, in its own venv .venv-ref), the workbench a second time on a virtual X display
-# (offscreen hides focus and window-system problems), then the placement and workbench tests again
-# with a real non-CPU ggml device: Vulkan on Mesa's lavapipe (a software GPU), and the engine's tests
-# at every lower CPU level of Kazeia's kernels (KAZEIA_CPU=avxvnni where the CPU has it, avx2, generic). CI runs exactly this
-# (.ci/run). KAZEIA_GGML other than vulkan skips the Vulkan pass.
+# (offscreen hides focus and window-system problems), the engine's tests at every lower CPU level of
+# Kazeia's kernels (KAZEIA_CPU=avxvnni where the CPU has it, avx2, generic), the placement and
+# workbench tests again with a real non-CPU ggml device (Vulkan on Mesa's lavapipe, a software GPU),
+# and last the ARM64 leg under emulation (scripts/arm64.sh test). CI runs exactly this (.ci/run).
+# KAZEIA_GGML other than vulkan skips the Vulkan pass.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export KAZEIA_GGML="${KAZEIA_GGML:-vulkan}"
@@ -35,21 +36,37 @@ for level in "${lower[@]}"; do
 done
 
 # 2. Vulkan0 on lavapipe: placement tests and the workbench's placement A/B on a real second device
-if [[ "$(cut -d- -f1 .venv/.kazeia-ggml)" != vulkan ]]; then
+vulkan_pass() {   # (in a subshell: lavapipe's environment stays there)
+  eval "$(bash scripts/vulkan_deps.sh lavapipe)"
+  devices="$(.venv/bin/kazeia devices)"   # (captured: `| grep -q` closes the pipe on kazeia mid-write)
+  grep -q '^Vulkan0' <<< "$devices" || { echo "lavapipe is not visible to ggml" >&2; echo "$devices"; exit 1; }
+  # lavapipe compiles each of ggml's pipelines with LLVM on first use, one at a time: on an empty shader
+  # cache (a new machine) that is minutes per stage, longer than a test should wait for one take. One
+  # accel-sched stream of the demo model compiles what the takes below need, outside any test's time
+  # limit, and says how long it took; later runs read the cache (seconds).
+  echo "== compiling ggml's Vulkan pipelines for lavapipe (cached in $MESA_SHADER_CACHE_DIR)"
+  warm_start=$SECONDS
+  .venv/bin/kazeia say --model demo --placement accel-sched --speaker vivian --stream --max-frames 6 \
+    --text "Pipelines compiled once." -o "$(mktemp -d)/warm-up.wav"
+  echo "   pipelines ready after $(( SECONDS - warm_start )) s"
+  echo "== Vulkan pass (lavapipe)"
+  "${pytest[@]}" tests/test_placement.py tests/test_workbench*.py -ra -k "placement or accel" "$@"
+}
+if [[ "$(cut -d- -f1 .venv/.kazeia-ggml)" == vulkan ]]; then
+  (vulkan_pass "$@")
+else
   echo "ggml is not the Vulkan build (KAZEIA_GGML=$KAZEIA_GGML): the Vulkan pass is skipped" >&2
-  exit 0
 fi
-eval "$(bash scripts/vulkan_deps.sh lavapipe)"
-devices="$(.venv/bin/kazeia devices)"   # (captured: `| grep -q` closes the pipe on kazeia mid-write)
-grep -q '^Vulkan0' <<< "$devices" || { echo "lavapipe is not visible to ggml" >&2; echo "$devices"; exit 1; }
-# lavapipe compiles each of ggml's pipelines with LLVM on first use, one at a time: on an empty shader
-# cache (a new machine) that is minutes per stage, longer than a test should wait for one take. One
-# accel-sched stream of the demo model compiles what the takes below need, outside any test's time
-# limit, and says how long it took; later runs read the cache (seconds).
-echo "== compiling ggml's Vulkan pipelines for lavapipe (cached in $MESA_SHADER_CACHE_DIR)"
-warm_start=$SECONDS
-.venv/bin/kazeia say --model demo --placement accel-sched --speaker vivian --stream --max-frames 6 \
-  --text "Pipelines compiled once." -o "$(mktemp -d)/warm-up.wav"
-echo "   pipelines ready after $(( SECONDS - warm_start )) s"
-echo "== Vulkan pass (lavapipe)"
-"${pytest[@]}" tests/test_placement.py tests/test_workbench*.py -ra -k "placement or accel" "$@"
+
+# 3. ARM64 under emulation (scripts/arm64.sh test): an arm64 Debian root and Kazeia's arm64 build
+# (cached in ~/.cache/kazeia/arm64: ~45 min the first time, ~20 min after), the CPU levels of emulated
+# cores, the kernel checks at every ARM level and the parity tests. It needs root (a chroot) and an
+# x86-64 host; KAZEIA_SKIP_ARM64=1 leaves it out (CI never sets it).
+if [[ -n "${KAZEIA_SKIP_ARM64:-}" ]]; then
+  echo "KAZEIA_SKIP_ARM64 is set: the ARM64 leg is skipped" >&2
+elif [[ "$(uname -m)" != x86_64 || $(id -u) -ne 0 ]]; then
+  echo "the ARM64 leg needs root on an x86-64 Linux host (here: $(uname -m), uid $(id -u)): skipped" >&2
+else
+  echo "== ARM64 leg (emulated)"
+  bash scripts/arm64.sh test
+fi

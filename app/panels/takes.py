@@ -132,14 +132,24 @@ class TakeFilter(QSortFilterProxyModel):
         self.set_model_path(str(info.path))
 
     def set_model_path(self, path: str) -> None:
-        self.beginFilterChange()
-        self.model_path = path
-        self.endFilterChange()
+        self._refilter(model_path=path)
 
     def set_only_this_model(self, on: bool) -> None:
-        self.beginFilterChange()
-        self.only_this_model = on
-        self.endFilterChange()
+        self._refilter(only_this_model=on)
+
+    def _refilter(self, **settings) -> None:
+        """Change what the filter reads and apply it: bracketed by begin/endFilterChange on Qt 6.9
+        and later, followed by invalidateFilter before (PySide6 6.8, the newest with ARM64 Linux
+        wheels for glibc older than 2.39, e.g. Debian 12 and Raspberry Pi OS)."""
+        bracketed = hasattr(self, "beginFilterChange")
+        if bracketed:
+            self.beginFilterChange()
+        for name, value in settings.items():
+            setattr(self, name, value)
+        if bracketed:
+            self.endFilterChange()
+        else:
+            self.invalidateFilter()
 
     def filterAcceptsRow(self, row, parent) -> bool:
         if not self.only_this_model or not self.model_path:
