@@ -2,6 +2,8 @@
 is exact for any feeding pattern, f16 weights, bad codes."""
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 import pytest
 
@@ -296,7 +298,9 @@ def test_f32_products_match_ggml_and_do_not_depend_on_the_column_count(weights):
             pytest.skip("the f32 products need AVX2 or NEON" + at_cpu_level())
         assert ggml.shape == ours.shape == alone.shape == (n, rows)
         assert np.array_equal(ours, alone), (rows, cols, n)
-        bound = 1e-3 if weights == "f16" else 1e-2   # the columns' rounding in ggml's product
+        # the columns' rounding in ggml's product; on ARM64 its f16 product also sums in f16 (1.6e-3 at
+        # 672 values a row)
+        bound = 1e-2 if weights == "bf16" or platform.machine() == "aarch64" else 1e-3
         assert np.abs(ggml - ours).max() <= bound * np.abs(ggml).max(), (rows, cols, n)
     assert not _native.compare_gemm_fma(weights, 24, 64, 3)[0]   # rows not a multiple of 16: ggml's product
     for channels, rows, taps, dilation, n in [(96, 96, 7, 9, 300), (192, 192, 7, 1, 50), (768, 768, 7, 3, 5),

@@ -2,13 +2,14 @@
 // ggml multiplies f16 weights by columns it first rounds to f16 (58 dB against f32 on the decoder)
 // through llamafile's f16 tiles, and bf16 weights at bf16 (40 dB); here the columns stay f32, each
 // weight is widened to f32 exactly as a tile of rows is rearranged into register lanes, and one
-// fused multiply-add per weight and column does the rest. 64 rows (AVX-512) or 16 (AVX2) sit in
-// the lanes of four or two registers and every column value is broadcast straight from memory, so
-// the columns are read in place (a convolution's taps too: no im2col) once per tile of rows.
+// fused multiply-add per weight and column does the rest. 64 rows (AVX-512) or 16 (AVX2, NEON) sit
+// in the lanes of four, two or four registers and every column value is broadcast straight from
+// memory, so the columns are read in place (a convolution's taps too: no im2col) once per tile of rows.
+// (On ARM64 ggml's f16 products also work in f16 arithmetic where built with +fp16.)
 //
 // Every output is one chain of multiply-adds over its row in a fixed order whatever the number of
-// columns, the thread count or the form (AVX-512 and AVX2 give the same bits: an FMA rounds once),
-// so a stream decoded frame by frame adds up exactly as the whole utterance decoded at once.
+// columns, the thread count or the form (AVX-512, AVX2 and NEON give the same bits: an FMA rounds
+// once), so a stream decoded frame by frame adds up exactly as the whole utterance decoded at once.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,12 @@
 
 namespace kazeia {
 
-// Whether this CPU, at the level in force (KAZEIA_CPU), runs these products (AVX2 with FMA and F16C).
+// Whether this CPU, at the level in force (KAZEIA_CPU), runs these products (x86-64: AVX2 with FMA
+// and F16C; ARM64: NEON).
 bool gemm_fma_available();
 
 // w: f16 or bf16 [K, N] contiguous, x: f32 [K, n] -> f32 [N, n]; nullptr where it does not apply
-// (another type, N or K not a multiple of 16, a CPU below AVX2). Whether it
+// (another type, N or K not a multiple of 16, a CPU below AVX2 or NEON). Whether it
 // applies depends only on w, so a weight is always multiplied the same way. (f32 weights stay on
 // ggml's product: the f32 decoder is the one compared with the reference.)
 ggml_tensor * gemm_fma(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);

@@ -112,13 +112,13 @@ product_pair check_gemv_q8_0(int64_t rows, int64_t cols, uint64_t seed, bool avx
     auto y = compare_products(GGML_TYPE_Q8_0, rows, cols, 1, seed, 2,
                               {ggml_mul_mat, [](ggml_context * c, ggml_tensor * w, ggml_tensor * x) { return gemv_q8_0(c, w, x); }});
     use_avx2_only(false);
-    return {!y[1].empty(), y[0], y[1]};
+    return {!y[1].empty(), y[0], y[1], {}};
 }
 
 product_pair check_gemv_k_quant(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
     auto ours = [](ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) { return gemv_k_quant(ctx, w, x); };
     auto y = compare_products(type_from_name(type), rows, cols, n, seed, 2, {ggml_mul_mat, ours});
-    return {!y[1].empty(), y[0], y[1].empty() ? y[0] : y[1]};
+    return {!y[1].empty(), y[0], y[1].empty() ? y[0] : y[1], {}};
 }
 
 product_pair check_repacked_matmul(int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
@@ -130,7 +130,7 @@ product_pair check_repacked_matmul(int64_t rows, int64_t cols, int64_t n, uint64
                                    made = r != w;
                                    return ggml_mul_mat(ctx, r, x);
                                }});
-    return {made, y[0], y[1]};
+    return {made, y[0], y[1], {}};
 }
 
 product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
@@ -144,7 +144,7 @@ product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t
         return y;
     };
     auto y = compare_products(type_from_name(type), rows, cols, n, seed, 2, {batched, alone});
-    return {true, y[0], y[1]};
+    return {true, y[0], y[1], {}};
 }
 
 product_pair check_gemm_int8(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
