@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kazeia import _native
-from kazeia.engine.platform_info import active_kernels, at_cpu_level
+from kazeia.engine.platform_info import active_kernels, at_cpu_level, f32_products_active
 from kazeia.engine import Engine, SamplingParams, open_model
 from kazeia.engine import placement as placements
 from kazeia.engine.accuracy import decoder_snr_db, logit_divergence
@@ -423,5 +423,6 @@ def test_kernels_follow_the_cpu_level():
     assert len(active & {"lanes", "lanes_avxvnni", "lanes_avx2"}) <= 1   # one form per process
     assert _native.compare_gemm_bf16(64, 64, 4, seed=1)[0] == ("gemm_bf16" in active)
     assert _native.compare_prefill_attention(64, 4, 2, 8, 0, seed=1)[0] == ("prefill_attention" in active)
+    assert _native.compare_gemm_fma("f16", 64, 64, 4, seed=1)[0] == f32_products_active(level)
     if level["level"] == "generic":
-        assert not any(active.values())
+        assert not active
