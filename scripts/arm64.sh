@@ -196,6 +196,35 @@ print(f"   {len(a.files)} products and convolutions: equal bit for bit")' "$dir/
   rm -rf "$dir"
 }
 
+# The root above is Debian 13; on arm64 Debian 12 (Python 3.11, glibc 2.36: also Raspberry Pi OS)
+# every dependency must still come as a wheel that installs there: pip resolves them natively for
+# that platform, installing nothing, and says which PySide6 it took (pyproject.toml's aarch64 rule).
+dependencies_for_debian12() {
+  local host_python="$repo/.venv/bin/python" reqs report v platforms=()
+  [[ -x "$host_python" ]] || return 0
+  log "Kazeia's dependencies as wheels for arm64 Debian 12 (Python 3.11, glibc 2.36), resolved"
+  reqs="$(mktemp)" report="$(mktemp)"
+  (cd "$repo" && "$host_python" -c 'import tomllib
+from packaging.requirements import Requirement
+env = {"platform_machine": "aarch64", "python_version": "3.11", "python_full_version": "3.11.2",
+       "sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "implementation_name": "cpython",
+       "platform_python_implementation": "CPython", "extra": ""}
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+for line in project["dependencies"] + project["optional-dependencies"]["test"]:
+    r = Requirement(line)
+    if r.marker is None or r.marker.evaluate(env):
+        r.marker = None
+        print(r)') > "$reqs"
+  for v in $(seq 36 -1 17); do platforms+=(--platform "manylinux_2_${v}_aarch64"); done
+  "$host_python" -m pip install -q --disable-pip-version-check --dry-run --ignore-installed --target "$(mktemp -d)" \
+    "${platforms[@]}" --platform manylinux2014_aarch64 --platform linux_aarch64 --implementation cp \
+    --python-version 3.11 --only-binary=:all: --report "$report" -r "$reqs"
+  "$host_python" -c 'import json, sys
+picked = {i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"] for i in json.load(open(sys.argv[1]))["install"]}
+print(f"   {len(picked)} packages, all wheels; PySide6-Essentials", picked["pyside6-essentials"])' "$report"
+  rm -f "$reqs" "$report"
+}
+
 case "${1:-}" in
   setup) setup ;;
   run)
