@@ -15,6 +15,7 @@ from .requests import Chunk, Result, SamplingParams, Timings
 
 if TYPE_CHECKING:
     from .model_file import ModelInfo
+    from .overlap import DecoderWorker
     from .prompt import PromptPlan
     from .speech_decoder import SpeechDecoder
     from .threads import ThreadPolicy
@@ -27,6 +28,8 @@ class StreamHost(Protocol):
     lock: threading.Lock             # held while frames are made or the placement changes
     thread_policy: "ThreadPolicy"
     decoder: "SpeechDecoder"
+    overlap_worker: "DecoderWorker | None"   # decoding beside generation (engine/overlap.py), or None
+    beside_decoder: "SpeechDecoder"          # the decoder on that worker's pool
     info: "ModelInfo"
 
     def open_session(self, plan: "PromptPlan", sampling: SamplingParams): ...
@@ -59,10 +62,20 @@ class AudioStream:
         self._audio: list[np.ndarray] = []
         self.result: Result | None = None
         self.error: BaseException | None = None
-        self._decoder = host.decoder.session(share_compute=True)   # pushed under the host's lock
+        # overlapped (engine/overlap.py): pushed by the host's decoder worker, on its pool; else
+        # pushed under the host's lock by the thread that makes the frames
+        self._worker = host.overlap_worker
+        decoder = host.decoder if self._worker is None else host.beside_decoder
+        self._decoder = decoder.session(share_compute=True)
+        self._handed = threading.Lock()   # the pending frames, between generation and the worker
+        self._queued = False              # a worker job for this stream is waiting to run
+        self._decoded = threading.Condition(self._handed)
+        self._frames_decoded = 0
+        self._decode_error: BaseException | None = None
         # in-context cloning: the decoder hears the reference codes first (their audio is dropped;
         # the reference cuts int(ref / total * samples), which can keep one more sample: see docs/speaking.md)
         self._prime_codes = prime_codes
+        self.prime_audio: np.ndarray | None = None   # theirs, decoded (Engine.synthesize cuts as offline)
         self._thread: threading.Thread | None = None
         if batcher is not None:
             batcher.submit(self)
@@ -97,6 +110,8 @@ class AudioStream:
         t.code_predictor_ms.append(cp_ms)
         t.frames = index + 1
         self._codes.append(codes.copy())
+        if self._worker is not None:   # False: a push failed (finish raises it)
+            return self._hand_over(self._codes[-1], first=index == 0)
         self._pending.append(self._codes[-1])
         if index == 0 or len(self._pending) >= self._decode_every:
             self._decode_pending()
@@ -107,7 +122,9 @@ class AudioStream:
         try:
             codes = out["codes"]
             reason = "cancelled" if cancelled else out["stop_reason"]
-            if reason == "cancelled":   # stop now: frames not yet heard are dropped
+            if self._worker is not None:
+                codes = self._drain(codes, drop=reason == "cancelled")
+            elif reason == "cancelled":   # stop now: frames not yet heard are dropped
                 codes = codes[:len(self._codes) - len(self._pending)]
                 self._pending.clear()
             else:
@@ -126,13 +143,17 @@ class AudioStream:
 
     def fail(self, error: BaseException) -> None:
         self.error = error   # the decoder session is not reused: a push may have failed half-way
+        if self._worker is not None:   # the worker ends this stream's pushes before the consumer hears
+            with self._handed:
+                self._pending.clear()
+                self._decoded.wait_for(lambda: not self._queued)
         self._end()
 
     # -- inside ---------------------------------------------------------------------------------
     def _begin(self) -> None:
         self._host.thread_policy.restart()
-        if self._prime_codes is not None:
-            self._decoder.push(self._prime_codes)
+        if self._prime_codes is not None and self._worker is None:   # (overlapped: the worker's first turn)
+            self.prime_audio = self._decoder.push(self._prime_codes)
 
     def _decode_pending(self) -> None:
         if not self._pending:
@@ -140,12 +161,71 @@ class AudioStream:
         n, first = len(self._pending), len(self._codes) - len(self._pending)
         t0 = time.perf_counter()
         audio = self._decoder.push(np.stack(self._pending))
+        self._pending.clear()
+        self._publish(audio, first, n, t0)
+
+    # overlapped: frames go to the decoder worker; each of its turns decodes all that wait
+    def _hand_over(self, frame: np.ndarray, first: bool) -> bool:
+        with self._handed:
+            if self._decode_error is not None:
+                return False
+            self._pending.append(frame)
+            queued, self._queued = self._queued, True
+        if not queued:
+            self._worker.submit(self._decode_turn)
+        if first:   # time to first audio as when taking turns: generation waits, the decoder has every core
+            self._wait_decoded(1)
+        return self._decode_error is None
+
+    def _decode_turn(self) -> None:
+        with self._handed:
+            frames, self._pending = self._pending, []
+        try:
+            if self._prime_codes is not None and self.prime_audio is None:
+                self.prime_audio = self._decoder.push(self._prime_codes)
+            if frames:
+                first, t0 = self._frames_decoded, time.perf_counter()
+                audio = self._decoder.push(np.stack(frames))
+                self._publish(audio, first, len(frames), t0)
+        except BaseException as e:   # raised in the generating thread at its next frame or at the end
+            with self._handed:
+                self._decode_error = e
+        with self._handed:
+            self._frames_decoded += len(frames)
+            again = self._queued = bool(self._pending) and self._decode_error is None   # (made meanwhile)
+            self._decoded.notify_all()
+        if again:
+            self._worker.submit(self._decode_turn)
+        self._host.thread_policy.observe()   # cores back to generation if nothing waits
+
+    def _wait_decoded(self, frames: int) -> None:
+        policy = self._host.thread_policy
+        policy.generation_waits(True)
+        try:
+            with self._handed:
+                self._decoded.wait_for(lambda: self._frames_decoded >= frames or self._decode_error is not None)
+        finally:
+            policy.generation_waits(False)
+
+    def _drain(self, codes: np.ndarray, drop: bool) -> np.ndarray:
+        """Generation has ended: the worker decodes what waits (cancelled: only what it has taken);
+        the codes heard."""
+        if drop:
+            with self._handed:
+                self._pending.clear()
+        self._wait_decoded(len(self._codes) if not drop else 0)
+        with self._handed:
+            self._decoded.wait_for(lambda: not self._queued)
+            if self._decode_error is not None:
+                raise self._decode_error
+            return codes[:self._frames_decoded]
+
+    def _publish(self, audio: np.ndarray, first: int, n: int, t0: float) -> None:
         t = self._timings
         t.decoder_ms.extend([1000 * (time.perf_counter() - t0) / n] * n)   # the launch's cost, shared
         if first == 0:
             t.ttfa_ms = 1000 * (time.perf_counter() - self._start)
         t.total_ms = 1000 * (time.perf_counter() - self._start)
-        self._pending.clear()
         self._audio.append(audio)
         self._queue.put(Chunk(audio, first, n, replace(t, talker_ms=list(t.talker_ms),
                                                        code_predictor_ms=list(t.code_predictor_ms),

@@ -549,6 +549,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --cpu: run the other levels on the ggml libraries in DIR (e.g. a build for AVX2 alone), "
                         "or each named level on its own (avxvnni=DIR1,avx2=DIR2), so that ggml's kernels stop at "
                         "that level too")
+    b.add_argument("--overlap", action="store_true",
+                   help="the decoder beside generation against the stages taking turns, alternating, offline and "
+                        "streamed: wall ms per frame, RTF, TTFA, the gain, and whether the audio is the same")
     b.add_argument("--batch", type=batch_sizes, default=None, metavar="B,B,...",
                    help="many voices at once: time batches of these sizes (with 1) side by side: per-stream ms per "
                         "frame, aggregate frames per second and RTF, peak RSS")

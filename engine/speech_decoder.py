@@ -81,7 +81,7 @@ class SpeechDecoder:
 
     def __init__(self, model: ModelFile, threads: int | None = None, reference_chunking: bool = True,
                  pool: "_native.ThreadPool | None" = None, scheduled: bool = False, weights_buffer: str = "",
-                 device: str = ""):
+                 device: str = "", weights: "_native.SpeechDecoder | None" = None):
         self.model = model
         self.pool = pool or _native.ThreadPool(threads or default_threads())   # shared by all sessions
         self.threads = self.pool.n_threads
@@ -89,8 +89,8 @@ class SpeechDecoder:
         self.reference_chunking = reference_chunking
         # weights prepared once, shared by sessions; weights_buffer: a host-visible buffer type to keep
         # them in (placement accel-weights); device: the accelerator whose memory holds them, on which
-        # scheduled sessions run (accel-sched)
-        self._native = _native.SpeechDecoder(model.native, weights_buffer=weights_buffer, device=device)
+        # scheduled sessions run (accel-sched); weights: another decoder's, shared (SpeechDecoder.beside)
+        self._native = weights or _native.SpeechDecoder(model.native, weights_buffer=weights_buffer, device=device)
         self._runner: _native.SpeechDecoderRunner | None = None
         self._offline: DecoderSession | None = None
         self._last_session: DecoderSession | None = None
@@ -98,6 +98,11 @@ class SpeechDecoder:
         # its graphs and buffers and touches them on its first push (5-40 ms of a first frame's
         # time to audio here)
         self._idle: list[DecoderSession] = []
+
+    def beside(self, pool: "_native.ThreadPool") -> "SpeechDecoder":
+        """The same weights decoded on another thread pool (a decoder running beside generation)."""
+        return SpeechDecoder(self.model, reference_chunking=self.reference_chunking, pool=pool,
+                             scheduled=self.scheduled, weights=self._native)
 
     def placement_report(self) -> dict | None:
         """Where the last decoding launch of any of its sessions ran (None before the first)."""

@@ -15,6 +15,7 @@ from .audio_stream import AudioStream
 from .batch import Batcher
 from .demo import resolve_model
 from .model_file import ModelFile, ModelInfo
+from .overlap import DecoderWorker, default_overlap
 from .platform_info import check_cpu_level
 from .prompt import PromptBuilder, PromptPlan, Voice
 from .requests import Request, Result, SamplingParams, Timings
@@ -31,9 +32,11 @@ class Engine:
     """A loaded model ready to speak. One synthesis runs at a time per engine."""
 
     def __init__(self, model: ModelFile, threads: int | None = None, placement: str | dict | None = None,
-                 max_batch: int = 1):
+                 max_batch: int = 1, overlap: bool | None = None):
         """`max_batch` > 1: streams started from any thread run together, up to that many in one
-        batch (one talker and one code-predictor launch per frame for all of them); 1: one at a time."""
+        batch (one talker and one code-predictor launch per frame for all of them); 1: one at a time.
+        `overlap`: the decoder works on the frames made so far while the next are generated, on
+        part of the cores (engine/overlap.py; the same audio); None: $KAZEIA_OVERLAP, else off."""
         check_cpu_level()   # a bad KAZEIA_CPU: ValueError naming it, before any kernel is chosen
         self.model = model
         self._batcher = Batcher(self, max_batch)
@@ -44,13 +47,16 @@ class Engine:
         self.lock = threading.Lock()   # one caller at a time makes frames (a stream's runner, the batch worker)
         self.cp_single_launch = True   # the code predictor's 15 sub-steps in one graph launch
         self.talker_persistent = True   # the talker step graph built once, then only fed
+        self.overlap = default_overlap() if overlap is None else bool(overlap)
+        self.overlap_worker: DecoderWorker | None = None   # set while overlapping (bound with the placement)
         self.set_placement(placement)
 
     @classmethod
     def load(cls, path: str | os.PathLike, threads: int | None = None, placement: str | dict | None = None,
-             max_batch: int = 1) -> "Engine":
+             max_batch: int = 1, overlap: bool | None = None) -> "Engine":
         """`path`: a GGUF file, or "demo" for the bundled demo model (as on the command line)."""
-        return cls(ModelFile(resolve_model(path)), threads=threads, placement=placement, max_batch=max_batch)
+        return cls(ModelFile(resolve_model(path)), threads=threads, placement=placement, max_batch=max_batch,
+                   overlap=overlap)
 
     @property
     def max_batch(self) -> int:
@@ -74,6 +80,25 @@ class Engine:
             self._decoder = SpeechDecoder(self.model, pool=self._pool, scheduled=decoder.scheduled,
                                           weights_buffer=decoder.weights_buffer, device=decoder.device)
             self.placement = chosen
+            self._bind_overlap()
+
+    def set_overlap(self, overlap: bool) -> None:
+        """Decoding beside generation (True) or after each frame's generation (False), from the next
+        synthesis on."""
+        with self.lock:
+            self.overlap = bool(overlap)
+            self._bind_overlap()
+
+    def _bind_overlap(self) -> None:
+        """The decoder worker and its pool, on the decoder's weights (with one thread there is
+        nothing to share: the stages take turns)."""
+        if self.overlap and self.threads > 1:
+            if self.overlap_worker is None or self.overlap_worker.pool.n_threads != self.threads:
+                self.overlap_worker = DecoderWorker(_native.ThreadPool(self.threads))
+            self.beside_decoder = self._decoder.beside(self.overlap_worker.pool)
+        else:
+            self.overlap_worker, self.beside_decoder = None, self._decoder
+        self.thread_policy.overlap = self.overlap_worker
 
     def set_threads(self, threads: int) -> None:
         """Compute threads from the next synthesis on (a new pool; the model file is not read again)."""
@@ -96,7 +121,7 @@ class Engine:
     def report_held(self) -> list[dict]:
         """placement_report for a caller that holds `lock` already."""
         reports = [dict(r, mode=self.placement[r["stage"]]) for r in self._runner.placement_report()]
-        decoder = self._decoder.placement_report()
+        decoder = (self.beside_decoder if self.overlap_worker is not None else self._decoder).placement_report()
         if decoder is not None:
             reports.append(dict(decoder, stage="decoder", launch="chunk", mode=self.placement["decoder"]))
         return reports
@@ -185,6 +210,9 @@ class Engine:
             if long is not None:
                 return long.wait()
             text, speaker, language, instruct, voice = prompt
+        if self.overlap_worker is not None:
+            return self._synthesize_overlapped(*self.prepare(text, speaker, language, instruct, voice, sampling,
+                                                             streaming_text), voice)
         with self.lock:
             plan, sampling, timings, start = self.prepare(text, speaker, language, instruct, voice, sampling,
                                                            streaming_text)
@@ -199,6 +227,21 @@ class Engine:
             self._fill(timings, out, [dec_ms / max(len(codes), 1)] * len(codes), start)
             timings.ttfa_ms = timings.total_ms
             return Result(audio, self.info.sample_rate, codes, timings, out["stop_reason"], self.report_held())
+
+    def _synthesize_overlapped(self, plan, sampling, timings, start, voice) -> Result:
+        """synthesize() with the decoder beside generation: a stream, its chunks joined (a stream
+        equals offline decoding bit for bit), and in-context cloning cut as offline does."""
+        stream = AudioStream(self, plan, sampling, timings, start, icl_codes(voice))
+        stream.join()
+        if stream.error is not None:
+            raise stream.error
+        result = stream.result
+        ref = icl_codes(voice)
+        if ref is not None and stream.prime_audio is not None:
+            full = np.concatenate([stream.prime_audio, result.audio])
+            result.audio = full[int(len(ref) / max(len(ref) + len(result.codes), 1) * len(full)):]
+        result.timings.ttfa_ms = result.timings.total_ms   # (offline: the audio comes all at once)
+        return result
 
     def compose(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
                 instruct: str | None = None, voice: Voice | None = None, seed: int = 0, cast: dict | None = None,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+from .overlap import decoder_threads
+
 
 def available_cores() -> int:
     try:
@@ -76,16 +78,22 @@ class ThreadPolicy:
         self.others = 0.0    # cores' worth of CPU other processes used lately (smoothed)
         self.switches = 0
         self._mark = None
-        pool.active = self.size
+        pool.active = self._want = self.size
+        # overlapped decoding (engine/overlap.py): while the decoder worker has frames, generation
+        # gives it half the cores; while generation waits for it, it gets them all
+        self.overlap = None
+        self._generation_waits = False
 
     @property
     def active(self) -> int:
         return self.pool.active
 
     def observe(self, frame_ms: float = 0.0) -> None:
-        """Called after every frame; decides at most once per `period`."""
+        """Called after every frame; measures the machine at most once per `period`."""
         if self.adaptive:
             self._update(self.period, self.smoothing)
+        if self.overlap is not None:   # the decoder worker may have started or finished meanwhile
+            self._apply()
 
     def restart(self) -> None:
         """Before a synthesis (and its prefill): the threads other processes have runnable right now
@@ -93,6 +101,8 @@ class ThreadPolicy:
         synthesis its pool's workers are still spinning, and counting them as another process's
         halved the next prompt's threads) stand in until the first period has been measured."""
         if not self.adaptive:
+            if self.overlap is not None:
+                self._apply()
             return
         others = _others_runnable()
         if others is not None:
@@ -114,11 +124,22 @@ class ThreadPolicy:
         self.others = smoothing * self.others + (1 - smoothing) * others
         self._apply()
 
+    def generation_waits(self, waiting: bool) -> None:
+        """The generating thread waits for the overlapped decoder (or goes on): the cores go to it."""
+        self._generation_waits = waiting
+        self._apply()
+
     def _apply(self) -> None:
-        want = max(1, min(self.size, int(len(self._cpus) - self.others + 0.3)))
-        if want != self.pool.active:
-            self.pool.active = want
+        want = self.size if not self.adaptive else max(1, min(self.size, int(len(self._cpus) - self.others + 0.3)))
+        if want != self._want:   # (switches count the machine's changes, not the overlap's)
+            self._want = want
             self.switches += 1
+        if self.overlap is not None:
+            beside = decoder_threads(want)
+            self.overlap.pool.active = min(self.overlap.pool.n_threads, want if self._generation_waits else beside)
+            if self.overlap.busy and not self._generation_waits:
+                want = max(1, want - beside)
+        self.pool.active = want
 
 
 def _procs_running() -> int | None:

@@ -1,7 +1,7 @@
 """`kazeia bench`: speed on full-size random weights (same cost per frame as the released models), with
 the PyTorch reference and peer engines side by side when their interpreters are available. A short
 table on the terminal; the whole result as JSON with --json. One module per kind of run:
-pipeline, decoder, batch, contend, placement; models, peers, divergence, compute and report serve them."""
+pipeline, decoder, batch, contend, overlap, placement; models, peers, divergence, compute and report serve them."""
 from __future__ import annotations
 
 import json
@@ -30,6 +30,11 @@ def main_bench(args) -> int:
         result = bench_batch(tuple(args.batch), size=args.size, out_type=args.type,
                              decoder_type=args.decoder_type or "f16", frames=args.frames, threads=args.threads,
                              runs=args.runs, model_path=args.model, progress=not args.quiet)
+    elif args.overlap:
+        from .overlap import bench_overlap
+        result = bench_overlap(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
+                               frames=args.frames, threads=args.threads, runs=args.runs, model_path=args.model,
+                               progress=not args.quiet)
     elif args.contend is not None:
         from .contend import bench_contend
         result = bench_contend(args.contend, size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",

@@ -135,6 +135,19 @@ def summary(result: dict) -> str:
                 for b, m in result["batches"].items()]
         lines += _table(["B", "talker / cp ms per step", "decoder ms/frame", "talker+cp throughput",
                          "frames/s", "aggregate RTF", "peak MB"], rows)
+    elif stage == "overlap":
+        split = result["split_when_overlapped"]
+        lines[0] += (f", {result['type']} with a {result['decoder_type']} decoder, {result['frames']} frames; "
+                     f"overlapped: generation on {split['generation']} thread(s), the decoder on {split['decoder']}")
+        rows = [[kind, name, f"{d['wall_ms_per_frame']:.1f}", _ms(d["ms_per_frame"]), f"{d['rtf']:.2f}",
+                 f"{d['ttfa_ms']:.0f}"]
+                for kind in ("offline", "streamed") for name, d in result[kind].items() if isinstance(d, dict)]
+        lines += _table(["", "stages", "wall ms/frame", "talker / cp / decoder ms as run", "RTF", "TTFA ms"], rows)
+        for kind in ("offline", "streamed"):
+            r = result[kind]
+            lines.append(f"{kind}: overlapped {r['overlap_gain']:.2f}x the speed of taking turns; audio "
+                         f"{'identical' if r['same_audio'] else 'DIFFERS'}")
+        lines.append(f"medians of {result['runs']} alternating round(s)")
     elif stage == "contend":
         rows = [[name, f"{p['idle']['rtf']:.2f}", f"{p['contended']['rtf']:.2f}",
                  f"{p['contended_over_idle_rtf']:.2f}x", _ms(p["contended"]["ms_per_frame"])]
