@@ -71,6 +71,7 @@ class AudioStream:
         self._queued = False              # a worker job for this stream is waiting to run
         self._decoded = threading.Condition(self._handed)
         self._frames_decoded = 0
+        self._ending = False              # generation has ended: every frame left is decoded
         self._decode_error: BaseException | None = None
         # in-context cloning: the decoder hears the reference codes first (their audio is dropped;
         # the reference cuts int(ref / total * samples), which can keep one more sample: see docs/speaking.md)
@@ -170,12 +171,20 @@ class AudioStream:
             if self._decode_error is not None:
                 return False
             self._pending.append(frame)
-            queued, self._queued = self._queued, True
-        if not queued:
-            self._worker.submit(self._decode_turn)
+        # a turn for the first frame alone, then for `decode_every` at a time (fewer frames per
+        # launch read the decoder's weights more often per frame); more when the worker falls behind
+        self._request_turn(1 if first else self._decode_every)
         if first:   # time to first audio as when taking turns: generation waits, the decoder has every core
             self._wait_decoded(1)
         return self._decode_error is None
+
+    def _request_turn(self, at_least: int) -> None:
+        """A worker turn for this stream if none is queued and `at_least` frames wait."""
+        with self._handed:
+            if self._queued or len(self._pending) < at_least or self._decode_error is not None:
+                return
+            self._queued = True
+        self._worker.submit(self._decode_turn)
 
     def _decode_turn(self) -> None:
         with self._handed:
@@ -192,10 +201,9 @@ class AudioStream:
                 self._decode_error = e
         with self._handed:
             self._frames_decoded += len(frames)
-            again = self._queued = bool(self._pending) and self._decode_error is None   # (made meanwhile)
+            self._queued = False
             self._decoded.notify_all()
-        if again:
-            self._worker.submit(self._decode_turn)
+        self._request_turn(1 if self._ending else self._decode_every)   # frames made meanwhile
         self._host.thread_policy.observe()   # cores back to generation if nothing waits
 
     def _wait_decoded(self, frames: int) -> None:
@@ -213,6 +221,9 @@ class AudioStream:
         if drop:
             with self._handed:
                 self._pending.clear()
+        else:
+            self._ending = True   # (a turn in flight asks for one more, however few frames wait)
+            self._request_turn(1)
         self._wait_decoded(len(self._codes) if not drop else 0)
         with self._handed:
             self._decoded.wait_for(lambda: not self._queued)

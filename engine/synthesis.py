@@ -25,6 +25,7 @@ from .threads import ThreadPolicy, check_threads, default_threads
 FRAMES_PER_TOKEN = 16      # slow, emotional speech stays far below this (normal speech: ~4)
 HEADROOM_FRAMES = 100      # 8 s on top, for short texts
 DECODE_EVERY = 4           # frames per streaming decoder launch after the first (320 ms of audio)
+OFFLINE_DECODE_EVERY = 8   # overlapped synthesize(): a decoder graph's most frames (no one listens meanwhile)
 MAX_TEXT_TOKENS = 2048     # one request: several minutes of speech; longer texts go in parts
 
 
@@ -231,7 +232,7 @@ class Engine:
     def _synthesize_overlapped(self, plan, sampling, timings, start, voice) -> Result:
         """synthesize() with the decoder beside generation: a stream, its chunks joined (a stream
         equals offline decoding bit for bit), and in-context cloning cut as offline does."""
-        stream = AudioStream(self, plan, sampling, timings, start, icl_codes(voice))
+        stream = AudioStream(self, plan, sampling, timings, start, icl_codes(voice), OFFLINE_DECODE_EVERY)
         stream.join()
         if stream.error is not None:
             raise stream.error
