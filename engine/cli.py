@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+OVERLAP_HELP = ("decode beside generation on part of the cores (the same audio; default: $KAZEIA_OVERLAP, "
+                "else off; docs/performance.md)")
 
 
 def _cmd_convert(args) -> int:
@@ -179,7 +181,8 @@ def _cmd_say(args) -> int:
     check_output_path(args.output)   # before minutes of synthesis, not after
     if args.codes_out:
         check_output_path(args.codes_out)
-    engine = Engine.load(resolve_model(args.model), threads=args.threads, placement=args.placement)
+    engine = Engine.load(resolve_model(args.model), threads=args.threads, placement=args.placement,
+                         overlap=args.overlap)
     info = engine.info
     if info.random_weights:
         print(f"note: {info.path.name} has random weights and produces noise", file=sys.stderr)
@@ -515,6 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core; fewer while other processes hold some)")
     s.add_argument("--placement", default="cpu", choices=["cpu", "accel-weights", "accel-sched"],
                    help="where the stages run (kazeia devices lists what is available)")
+    s.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=None, help=OVERLAP_HELP)
     s.set_defaults(func=_cmd_say)
 
     v = sub.add_parser("voice", help="voice profiles for Base models")
@@ -609,6 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--shutdown-grace", type=float, default=10.0,
                     help="seconds running streams get to end after SIGTERM")
     sv.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core)")
+    sv.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=None, help=OVERLAP_HELP)
     sv.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                     help="serve on Ray Serve: one engine per replica (ADDRESS: a running cluster; none: a local one)")
     sv.add_argument("--replicas", type=int, default=1, help="replicas with --ray")

@@ -91,7 +91,7 @@ def serve(args) -> int:
         return serve_on_ray(args, model.info.path, settings, voice_map)
 
     def load():   # (on a worker thread while the server answers 503)
-        engine = Engine(model, threads=args.threads, max_batch=args.max_batch)
+        engine = Engine(model, threads=args.threads, max_batch=args.max_batch, overlap=args.overlap)
         engine.warm_up()
         log.info("ready: %s (%s, %s) in %.1f s", name, model.info.variant, model.info.size_label,
                  time.perf_counter() - started)
