@@ -64,8 +64,9 @@ make_root() {   # once per recipe (~15 min on 2 cores: dpkg under qemu); an olde
   mmdebstrap --variant=apt --architectures=arm64,amd64 --include="$include" "$suite" "$root.tmp" \
     http://deb.debian.org/debian
   touch "$root.tmp/.complete"
-  find "$cache" -maxdepth 1 -name 'root-*' ! -name "$(basename "$root")" -exec rm -rf {} +
   mv "$root.tmp" "$root"
+  # (after the move: before it, the new root's own .tmp would match)
+  find "$cache" -maxdepth 1 -name 'root-*' ! -name "$(basename "$root")" -exec rm -rf {} +
 }
 
 # enter CMD...: CMD in the root, in the current folder, in a private mount namespace (nothing stays
