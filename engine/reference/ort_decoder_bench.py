@@ -20,9 +20,9 @@ from pathlib import Path
 from decoder_bench import load_decoder  # same folder
 
 
-def export(decoder, codes, path: Path) -> None:
+def export(decoder, codes, path: Path, any_length: bool = False) -> None:
     """Through torch.export (the TorchScript tracer cannot follow transformers' mask functions), at
-    the utterance's own length."""
+    the utterance's own length, or for any number of frames."""
     import torch
 
     class Whole(torch.nn.Module):   # codes [1, 16, T] -> wav [1, 1, T * 1920]
@@ -34,8 +34,9 @@ def export(decoder, codes, path: Path) -> None:
             return self.d(codes)
 
     with torch.no_grad():
-        torch.onnx.export(Whole(decoder), (codes,), str(path), input_names=["codes"], output_names=["wav"],
-                          opset_version=18, dynamo=True, verbose=False)
+        dynamic = {"codes": {2: torch.export.Dim("frames", min=1, max=65536)}} if any_length else None
+        torch.onnx.export(Whole(decoder).eval(), (codes,), str(path), input_names=["codes"], output_names=["wav"],
+                          opset_version=18, dynamo=True, verbose=False, dynamic_shapes=dynamic)
 
 
 def main():
