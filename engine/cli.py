@@ -572,13 +572,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="frames per utterance (default 50; with --long a cap per chunk, default none)")
     b.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core; fewer while other processes hold some)")
     b.add_argument("--runs", type=int, default=1,
-                   help="alternate this many Kazeia and vox runs and report each one's median run")
+                   help="alternate this many Kazeia and peer runs and report each one's median run")
     b.add_argument("--decoder-type", choices=HALF_OR_F32, default=None, help="default f16 (stage all), f32 (decoder)")
     b.add_argument("--model", default=None, help='benchmark this file (or "demo") instead of a cached random model')
     b.add_argument("--no-reference", action="store_true", help="skip the PyTorch reference")
     b.add_argument("--no-peers", action="store_true",
-                   help="skip peer engines (vox-tts; with --stage decoder ONNX Runtime; when installed: all "
-                        "engines then run one shared checkpoint)")
+                   help="skip peer engines (vox-tts and qwen3synth; with --stage decoder ONNX Runtime; when "
+                        "installed: all engines then run one shared checkpoint)")
     b.add_argument("--json", default=None, help="write the whole result as JSON to this file (- for the terminal)")
     b.add_argument("-q", "--quiet", action="store_true")
     b.set_defaults(func=_cmd_bench)

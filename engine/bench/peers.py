@@ -1,6 +1,6 @@
 """The engines Kazeia is measured against, run under their own interpreters: the PyTorch reference
-(.venv-ref) and vox-tts (.venv-vox). Each script prints one JSON line; a missing interpreter is a
-reason in the result, never an error."""
+(.venv-ref), vox-tts (.venv-vox), ONNX Runtime and qwen3synth (.venv-ort). Each script prints one JSON
+line; a missing interpreter is a reason in the result, never an error."""
 from __future__ import annotations
 
 import json
@@ -10,11 +10,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from typing import Callable
+
 from ..model_file import ModelFile
 from ..random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config
 from .text import BENCH_TEXT
 
 REFERENCE_SCRIPTS = Path(__file__).parents[1] / "reference"
+# qwen3synth's bundles come in fp32 and int4; int4 (4-bit LM weights, f32 vocoder) is its CPU choice
+QWEN3SYNTH_QUALITY = "int4"
 
 
 def _interpreter(env_var: str, venv: str) -> Path | None:
@@ -38,9 +42,25 @@ def vox_python() -> Path | None:
 
 
 def onnxruntime_python() -> Path | None:
-    """An interpreter with ONNX Runtime and the reference (to export its decoder): $KAZEIA_ORT_PYTHON,
-    else .venv-ort (tests/reference/setup_ort.sh)."""
+    """An interpreter with ONNX Runtime, qwen3synth and the reference (to export its graphs):
+    $KAZEIA_ORT_PYTHON, else .venv-ort (tests/reference/setup_ort.sh)."""
     return _interpreter("KAZEIA_ORT_PYTHON", ".venv-ort")
+
+
+def pipeline_peers(checkpoint: Path, threads: int) -> dict[str, Callable[[int], dict]]:
+    """The installed peer engines that run a Hugging Face checkpoint end to end: name -> run(frames),
+    which times one utterance of that many frames, or with 0 converts the checkpoint to the peer's
+    own format (done before anything is timed)."""
+    peers = {}
+    if vox_python() is not None:
+        peers["vox"] = lambda frames: run_script(
+            vox_python(), "", REFERENCE_SCRIPTS / "vox_bench.py", checkpoint, checkpoint.parent / "vox-models", frames,
+            threads, BENCH_TEXT, "vivian", "english")
+    if onnxruntime_python() is not None:
+        peers["qwen3synth"] = lambda frames: run_script(
+            onnxruntime_python(), "", REFERENCE_SCRIPTS / "qwen3synth_bench.py", checkpoint,
+            checkpoint.parent / "qwen3synth-bundles", QWEN3SYNTH_QUALITY, frames, threads, BENCH_TEXT, "english")
+    return peers
 
 
 def onnxruntime_decoder(tokenizer_dir: Path, codes, threads: int, runs: int) -> tuple[dict, "np.ndarray | None"]:

@@ -1,6 +1,7 @@
 """`kazeia bench` for the whole pipeline: per-stage ms per frame, prefill, TTFA, RTF, peak RSS,
 the memory-bandwidth roofline of talker + code predictor, the decoder's GFLOP/s, quantisation
-divergence against f32, and the PyTorch reference and vox-tts measured side by side in the same run."""
+divergence against f32, and the PyTorch reference and the peer engines (vox-tts, qwen3synth) measured
+side by side in the same run."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -18,7 +19,7 @@ from ..threads import available_cores, default_threads
 from .compute import decoder_compute
 from .divergence import divergence
 from .models import bench_model, converted, decoder_type_of, model_path_for, same_size, shared_checkpoint
-from .peers import REFERENCE_SCRIPTS, reference_tts, run_script, vox_python
+from .peers import onnxruntime_python, pipeline_peers, reference_tts, vox_python
 from .text import BENCH_TEXT
 
 def read_bandwidth_gbs(threads: int, megabytes: int = 256) -> float:
@@ -70,8 +71,8 @@ def _median_run(runs: list[dict]) -> dict:
 def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f16", frames: int = 40,
               threads: int | None = None, reference: bool = True, divergence_types: tuple[str, ...] = (),
               model_path: str | None = None, progress: bool = True, peers: bool = True, runs: int = 1) -> dict:
-    """`runs` > 1 alternates Kazeia and vox runs and reports each one's median run (this machine is
-    shared: identical runs differ by up to a third)."""
+    """`runs` > 1 alternates Kazeia's and each peer's runs and reports each one's median run (this
+    machine is shared: identical runs differ by up to a third)."""
     threads = threads or default_threads()
     out_type = str(TypeMix.parse(out_type, fallback="q8_0"))
     divergence_types = tuple(str(TypeMix.parse(q, fallback="q8_0")) for q in divergence_types)
@@ -80,32 +81,30 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     if model_path and divergence_types:
         raise ValueError("--divergence compares the bench's own models of every type; it cannot use --model")
     # with a peer engine installed, every engine runs the same Hugging Face checkpoint
-    shared, why_not_shared = None, "no peer engine installed (tests/reference/setup_vox.sh)"
+    shared, why_not_shared = None, "no peer engine installed (tests/reference/setup_vox.sh, setup_ort.sh)"
+    installed = vox_python() is not None or onnxruntime_python() is not None
     if model_path:
         why_not_shared = "a model file was given"
     elif not peers:
         why_not_shared = "peers were not asked for"
-    elif vox_python() is not None:
+    elif installed:
         shared, why_not_shared = shared_checkpoint(size, progress)
 
     def model_for(t: str, dec: str) -> Path:
         return converted(shared, t, dec, progress) if shared else bench_model(size, dec, progress, out_type=t)
 
-    def run_vox(n_frames: int) -> dict:
-        return run_script(vox_python(), "", REFERENCE_SCRIPTS / "vox_bench.py", shared, shared.parent / "vox-models",
-                          n_frames, threads, BENCH_TEXT, "vivian", "english")
-
     # every file is made before anything is timed, and written out (no writeback during a run)
     path = model_path_for(model_path, size, decoder_type, progress, out_type) if model_path else \
         model_for(out_type, decoder_type)
-    vox_prepared = run_vox(0) if shared else {}
+    peer_runs = pipeline_peers(shared, threads) if shared else {}
+    prepared = {name: run(0) for name, run in peer_runs.items()}
     if hasattr(os, "sync"):
         os.sync()
     reset_peak_rss()
     engine = Engine.load(path, threads=threads)
     sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
     engine.warm_up()
-    ours, theirs = [], []
+    ours, theirs = [], {name: [] for name in peer_runs}
     # the roofline's bandwidth is read around every run, not once afterwards: on a shared machine
     # it moves by half within minutes, and the ratio should compare a run with its own moment
     peak_mb, probes = peak_rss_mb(), []
@@ -121,8 +120,9 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
         ours.append({"prefill_ms": t.prefill_ms, "ms_per_frame": per_frame, "total_ms_per_frame": sum(per_frame.values()),
                      "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "frames": t.frames})
         peak_mb = max(peak_mb, peak_rss_mb())
-        if shared and vox_prepared.get("available"):
-            theirs.append(run_vox(frames))
+        for name, run in peer_runs.items():
+            if prepared[name].get("available"):
+                theirs[name].append(run(frames))
     probes.append(read_bandwidth_gbs(threads))
     bandwidth = {"1": read_bandwidth_gbs(1), str(threads): float(np.median(probes))}
     kazeia = {**_median_run(ours), "peak_rss_mb": peak_mb}
@@ -144,16 +144,20 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
                      "talker_plus_code_predictor_roofline_ms": roofline_ms,
                      "talker_plus_code_predictor_ms": lm_ms, "ratio_to_roofline": lm_ms / roofline_ms},
     }
-    if shared:
-        available = [r for r in theirs if r.get("available")]
-        vox = _median_run(available) if available else (theirs[0] if theirs else vox_prepared)
+    for name in peer_runs:
+        available = [r for r in theirs[name] if r.get("available")]
+        peer = _median_run(available) if available else (theirs[name][0] if theirs[name] else prepared[name])
         if len(available) > 1:
-            vox = {**vox, "runs_total_ms_per_frame": [r["total_ms_per_frame"] for r in available]}
-        result["vox"] = vox
-        if vox.get("available"):
-            result["speedup_vs_vox"] = vox["total_ms_per_frame"] / sum(per_frame.values())
-    elif peers and not model_path and vox_python() is not None:
-        result["vox"] = {"available": False, "reason": why_not_shared}
+            peer = {**peer, "runs_total_ms_per_frame": [r["total_ms_per_frame"] for r in available],
+                    "runs_rtf": [r["rtf"] for r in available]}
+        result[name] = peer
+        if peer.get("available"):
+            result[f"speedup_vs_{name}"] = peer["total_ms_per_frame"] / sum(per_frame.values())
+            result[f"rtf_speedup_vs_{name}"] = peer["rtf"] / kazeia["rtf"]
+    ran = {name: result[name]["rtf"] for name in peer_runs if result[name].get("available")}
+    if ran:   # the whole pipeline, wall clock: what each engine makes a listener wait, all stages in
+        best = min(ran, key=ran.get)
+        result["best_peer"] = {"engine": best, "rtf": ran[best], "rtf_speedup": ran[best] / kazeia["rtf"]}
     if reference and not same_size(engine.info, size):
         result["reference"] = {"available": False, "reason": f"the model is {engine.info.size_label}, the reference "
                                                               f"would run --size {size}: not compared"}

@@ -92,10 +92,16 @@ def summary(result: dict) -> str:
             lines.append(f"RTF floor of this moment {f['rtf']:.2f} (talker + code predictor at the roofline "
                          f"{f['talker_plus_code_predictor_roofline_ms']:.1f} ms, decoder at the GEMM peak "
                          f"{f['decoder_at_gemm_peak_ms']:.1f} ms, prefill as run): the run is at {f['ratio']:.2f}x it")
-        for name, key in (("vox", "vox"), ("reference", "reference")):
-            text = _compared(name, result.get(key), k["total_ms_per_frame"], "total_ms_per_frame")
+        for key in ("vox", "qwen3synth", "reference"):
+            text = _compared(key, result.get(key), k["total_ms_per_frame"], "total_ms_per_frame")
+            if text and key != "reference" and result[key].get("available"):   # (the reference's RTF is its stages' sum)
+                text += f"; RTF {result[key]['rtf']:.2f} against {k['rtf']:.2f}"
             if text:
                 lines.append(text)
+        best = result.get("best_peer")
+        if best:
+            lines.append(f"whole pipeline (RTF, wall clock): Kazeia {best['rtf_speedup']:.2f}x faster than the best "
+                         f"peer measured, {best['engine']}")
         lines += _decoder_compute(result.get("decoder_compute"))
         for q, d in result.get("divergence_vs_f32", {}).items():
             gates = d.get("passes_gate", {})

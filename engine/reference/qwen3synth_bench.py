@@ -105,7 +105,7 @@ def bench(hf_dir, cache, quality, frames, threads, text, language) -> dict:
     ours = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
     n = int(result.metadata["frames_generated"])
     ms = {stage: 1000 * seconds[stage] / n for stage in ("talker", "code_predictor", "decoder")}
-    audio_s = len(result.audio) / result.sample_rate
+    audio_s = result.duration_seconds
     return {"available": True, "engine": "qwen3synth", "version": version,
             "weights": f"{quality} LM (ONNX Runtime MatMulNBits)" if quality == "int4" else "fp32",
             "bundle": str(bundle), "frames": n, "threads": threads, "ms_per_frame": ms,
