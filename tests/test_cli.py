@@ -164,6 +164,29 @@ def test_bench_decoder_beside_onnx_runtime(tmp_path):
     assert result["speedup_vs_onnxruntime"] > 0
 
 
+def test_bench_pipeline_beside_qwen3synth(tmp_path):
+    """Without --model the pipeline bench runs the shared checkpoint and, when the ONNX Runtime venv
+    is there, qwen3synth on the same weights (int4 LM, as it runs on CPUs), alternating with Kazeia:
+    its stage times from its own sessions, its wall-clock RTF, and Kazeia's against the best peer's.
+    Without any peer: Kazeia's own model, the reason naming the setup scripts."""
+    out = tmp_path / "bench.json"
+    r = kazeia("bench", "--size", "tiny", "--frames", "12", "--threads", "1", "--runs", "2", "--no-reference",
+               "--json", out, env={"KAZEIA_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    if "qwen3synth" not in result:
+        assert "vox" in result or "setup_ort.sh" in result["checkpoint"]
+        return
+    q = result["qwen3synth"]
+    assert q["available"], q
+    assert q["frames"] == 12 and q["threads"] == 1 and all(v > 0 for v in q["ms_per_frame"].values())
+    assert len(q["runs_rtf"]) == 2 and q["rtf"] in q["runs_rtf"] and q["prefill_ms"] > 0
+    assert result["rtf_speedup_vs_qwen3synth"] == pytest.approx(q["rtf"] / result["kazeia"]["rtf"])
+    best = result["best_peer"]
+    assert best["engine"] in ("vox", "qwen3synth") and best["rtf"] <= q["rtf"]
+    assert "whole pipeline (RTF, wall clock)" in r.stdout and "qwen3synth:" in r.stdout
+
+
 def test_bench_pipeline_smoke(tmp_path, converted):
     out = tmp_path / "bench.json"
     r = kazeia("bench", "--model", converted("custom_voice"), "--frames", "6", "--threads", "1", "--no-reference",
