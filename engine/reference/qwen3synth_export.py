@@ -169,16 +169,17 @@ class CodePredictorGraph:
 def export_graph(module, args, path: Path, inputs, outputs, dynamic) -> None:
     """TorchScript export (explicit shapes: no transformers mask functions to follow), then saved with
     its weights in one PATH.data file beside it, as the layout requires."""
+    import tempfile
+
     import onnx
     import torch
-    tmp = path.with_suffix(".tmp.onnx")
-    with torch.no_grad():
-        torch.onnx.export(module, args, str(tmp), input_names=inputs, output_names=outputs, dynamic_axes=dynamic,
+    # (in a folder of its own: past 2 GB the exporter writes every weight to a file of its own)
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp, torch.no_grad():
+        first = Path(tmp) / path.name
+        torch.onnx.export(module, args, str(first), input_names=inputs, output_names=outputs, dynamic_axes=dynamic,
                           opset_version=17, dynamo=False)
-    model = onnx.load(str(tmp))
+        model = onnx.load(str(first))
     save(model, path)
-    for f in tmp.parent.glob(tmp.name + "*"):
-        f.unlink()
 
 
 def save(model, path: Path) -> None:
@@ -231,15 +232,17 @@ def export_lm_graphs(talker, folder: Path) -> None:
 
 
 def export_vocoder(tokenizer_dir: Path, path: Path) -> None:
+    import tempfile
+
     import onnx
     import torch
     from ort_decoder_bench import export   # same folder: the decoder as the ONNX Runtime decoder row runs it
     decoder, _ = load_decoder(tokenizer_dir)
-    tmp = path.with_suffix(".tmp.onnx")
-    export(decoder, torch.zeros(1, GROUPS, 20, dtype=torch.long), tmp, any_length=True)
-    save(onnx.load(str(tmp)), path)
-    for f in tmp.parent.glob(tmp.name + "*"):
-        f.unlink()
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+        first = Path(tmp) / path.name
+        export(decoder, torch.zeros(1, GROUPS, 20, dtype=torch.long), first, any_length=True)
+        model = onnx.load(str(first))
+    save(model, path)
 
 
 def write_embeddings(talker, folder: Path) -> None:
