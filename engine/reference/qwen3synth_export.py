@@ -259,22 +259,22 @@ def write_embeddings(talker, folder: Path) -> None:
         np.save(folder / f"{name}.npy", tensor.detach().float().numpy())
 
 
+# the layout's config: its name -> the reference config's, for the talker (talker_*) and code predictor (cp_*)
+DIMENSIONS = {"hidden_size": "hidden_size", "num_layers": "num_hidden_layers", "num_attention_heads": "num_attention_heads",
+              "num_kv_heads": "num_key_value_heads", "head_dim": "head_dim", "vocab_size": "vocab_size",
+              "num_code_groups": "num_code_groups"}
+TEXT_IDS = ("im_start_token_id", "im_end_token_id", "tts_pad_token_id", "tts_bos_token_id", "tts_eos_token_id")
+CODEC_IDS = ("codec_eos_token_id", "codec_think_id", "codec_nothink_id", "codec_think_bos_id", "codec_think_eos_id",
+             "codec_pad_id", "codec_bos_id")
+
+
 def write_config(cfg, talker, path: Path, model_id: str) -> None:
     c, cp = talker.config, talker.code_predictor.config
     value = {"tts_model_type": "voice_design", "model_id": model_id, "sample_rate": 24000,
-             "talker_hidden_size": c.hidden_size, "talker_num_layers": c.num_hidden_layers,
-             "talker_num_attention_heads": c.num_attention_heads, "talker_num_kv_heads": c.num_key_value_heads,
-             "talker_head_dim": c.head_dim, "talker_vocab_size": c.vocab_size,
-             "talker_text_hidden_size": c.text_hidden_size, "talker_num_code_groups": c.num_code_groups,
-             "cp_hidden_size": cp.hidden_size, "cp_num_layers": cp.num_hidden_layers,
-             "cp_num_attention_heads": cp.num_attention_heads, "cp_num_kv_heads": cp.num_key_value_heads,
-             "cp_head_dim": cp.head_dim, "cp_vocab_size": cp.vocab_size, "cp_num_code_groups": cp.num_code_groups,
-             "im_start_token_id": cfg.im_start_token_id, "im_end_token_id": cfg.im_end_token_id,
-             "tts_pad_token_id": cfg.tts_pad_token_id, "tts_bos_token_id": cfg.tts_bos_token_id,
-             "tts_eos_token_id": cfg.tts_eos_token_id, "codec_eos_token_id": c.codec_eos_token_id,
-             "codec_think_id": c.codec_think_id, "codec_nothink_id": c.codec_nothink_id,
-             "codec_think_bos_id": c.codec_think_bos_id, "codec_think_eos_id": c.codec_think_eos_id,
-             "codec_pad_id": c.codec_pad_id, "codec_bos_id": c.codec_bos_id,
+             **{f"talker_{ours}": getattr(c, theirs) for ours, theirs in DIMENSIONS.items()},
+             **{f"cp_{ours}": getattr(cp, theirs) for ours, theirs in DIMENSIONS.items()},
+             "talker_text_hidden_size": c.text_hidden_size,
+             **{name: getattr(cfg, name) for name in TEXT_IDS}, **{name: getattr(c, name) for name in CODEC_IDS},
              "codec_language_id": dict(c.codec_language_id), "max_position_embeddings": c.max_position_embeddings}
     path.write_text(json.dumps(value, indent=2))
 
