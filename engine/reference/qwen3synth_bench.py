@@ -32,7 +32,8 @@ STAGES = {"talker_prefill": "prefill", "talker_decode": "talker", "code_predicto
 def bundle_for(hf_dir: Path, cache: Path, quality: str) -> Path:
     """The exported bundle of the checkpoint, made again when the checkpoint is newer."""
     out = cache / f"{hf_dir.resolve().name}-{quality}"
-    newest = max(f.stat().st_mtime for f in hf_dir.rglob("*") if f.is_file())
+    exporter = Path(__file__).with_name("qwen3synth_export.py")   # (a changed exporter makes it again too)
+    newest = max(f.stat().st_mtime for f in [exporter, *hf_dir.rglob("*")] if f.is_file())
     if not (out / "config.json").exists() or (out / "config.json").stat().st_mtime < newest:
         from qwen3synth_export import build_bundle   # same folder
         cache.mkdir(parents=True, exist_ok=True)
@@ -90,7 +91,7 @@ def bench(hf_dir, cache, quality, frames, threads, text, language) -> dict:
         import onnxruntime as ort
         import qwen3synth
     except Exception as e:  # noqa: BLE001
-        return {"available": False, "reason": f"cannot import qwen3synth: {e}"}
+        return {"available": False, "reason": f"cannot import qwen3synth: {e} (tests/reference/setup_ort.sh installs it)"}
     version = f"qwen3synth {qwen3synth.__version__}, ONNX Runtime {ort.__version__}"
     bundle = bundle_for(Path(hf_dir), Path(cache), quality)
     if frames == 0:

@@ -296,18 +296,22 @@ def build_bundle(hf_dir: Path, out: Path, quality: str) -> dict:
     partial = out.with_name(out.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     (partial / quality).mkdir(parents=True)
-    cfg, model = load_model(hf_dir)
-    talker = model.talker
-    with torch.no_grad():
-        write_config(cfg, talker, partial / "config.json", f"kazeia-bench/{hf_dir.name}")
-        write_tokenizer(hf_dir, partial / "tokenizer")
-        write_embeddings(talker, partial / "embeddings")
-        export_lm_graphs(talker, partial / quality)
-    del talker, model
-    if quality == "int4":
-        for name in ("talker_prefill", "talker_decode", "code_predictor"):
-            quantize_int4(partial / quality / f"{name}.onnx")
-    export_vocoder(hf_dir / "speech_tokenizer", partial / quality / "vocoder.onnx")
+    try:
+        cfg, model = load_model(hf_dir)
+        talker = model.talker
+        with torch.no_grad():
+            write_config(cfg, talker, partial / "config.json", f"kazeia-bench/{hf_dir.name}")
+            write_tokenizer(hf_dir, partial / "tokenizer")
+            write_embeddings(talker, partial / "embeddings")
+            export_lm_graphs(talker, partial / quality)
+        del talker, model
+        if quality == "int4":
+            for name in ("talker_prefill", "talker_decode", "code_predictor"):
+                quantize_int4(partial / quality / f"{name}.onnx")
+        export_vocoder(hf_dir / "speech_tokenizer", partial / quality / "vocoder.onnx")
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)   # (a failed export leaves no gigabytes behind)
+        raise
     shutil.rmtree(out, ignore_errors=True)
     os.replace(partial, out)
     return {"bundle": str(out), "quality": quality, "export_s": time.perf_counter() - start}
