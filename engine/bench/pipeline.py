@@ -153,8 +153,9 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
         result[name] = peer
         if peer.get("available"):
             result[f"speedup_vs_{name}"] = peer["total_ms_per_frame"] / sum(per_frame.values())
+        if peer.get("available") and peer.get("rtf"):   # (no RTF when a peer made no audio)
             result[f"rtf_speedup_vs_{name}"] = peer["rtf"] / kazeia["rtf"]
-    ran = {name: result[name]["rtf"] for name in peer_runs if result[name].get("available")}
+    ran = {name: result[name]["rtf"] for name in peer_runs if f"rtf_speedup_vs_{name}" in result}
     if ran:   # the whole pipeline, wall clock: what each engine makes a listener wait, all stages in
         best = min(ran, key=ran.get)
         result["best_peer"] = {"engine": best, "rtf": ran[best], "rtf_speedup": ran[best] / kazeia["rtf"]}
