@@ -4,8 +4,8 @@ spent in each of its ONNX Runtime sessions, prefill, time to audio, RTF and peak
 
 Run by the ONNX Runtime venv's interpreter (tests/reference/setup_ort.sh):
     python qwen3synth_bench.py HF_DIR CACHE_DIR QUALITY FRAMES THREADS TEXT LANGUAGE
-The checkpoint is exported once into a bundle in CACHE_DIR (qwen3synth_export.py); FRAMES 0 only exports (so that no export runs while another engine is being
-timed). qwen3synth speaks VoiceDesign and Base bundles: the bench's CustomVoice weights run as a
+The checkpoint is exported once into a bundle in CACHE_DIR (qwen3synth_export.py); FRAMES 0 only
+exports (so that no export runs while another engine is being timed). qwen3synth speaks VoiceDesign and Base bundles: the bench's CustomVoice weights run as a
 VoiceDesign bundle with a one-line voice description, the same per-frame work. Its generation
 stops on the end-of-speech code, which random weights sample at any time: the bench masks that code
 (as vox's VOX_DEBUG_NO_EOS does) and max_new_tokens caps the count.
@@ -23,16 +23,15 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parents[1]))   # engine/: proc_stats (standard library only)
 from proc_stats import machine_busy_seconds, peak_rss_mb  # noqa: E402
 
-SAMPLES_PER_FRAME = 1920
 DESCRIPTION = "A clear, even voice."
 STAGES = {"talker_prefill": "prefill", "talker_decode": "talker", "code_predictor": "code_predictor",
           "vocoder": "decoder"}
 
 
 def bundle_for(hf_dir: Path, cache: Path, quality: str) -> Path:
-    """The exported bundle of the checkpoint, made again when the checkpoint is newer."""
+    """The exported bundle of the checkpoint, made again when the checkpoint or the exporter is newer."""
     out = cache / f"{hf_dir.resolve().name}-{quality}"
-    exporter = Path(__file__).with_name("qwen3synth_export.py")   # (a changed exporter makes it again too)
+    exporter = Path(__file__).with_name("qwen3synth_export.py")
     newest = max(f.stat().st_mtime for f in [exporter, *hf_dir.rglob("*")] if f.is_file())
     if not (out / "config.json").exists() or (out / "config.json").stat().st_mtime < newest:
         from qwen3synth_export import build_bundle   # same folder
