@@ -5,10 +5,11 @@ spent in each of its ONNX Runtime sessions, prefill, time to audio, RTF and peak
 Run by the ONNX Runtime venv's interpreter (tests/reference/setup_ort.sh):
     python qwen3synth_bench.py HF_DIR CACHE_DIR QUALITY FRAMES THREADS TEXT LANGUAGE
 The checkpoint is exported once into a bundle in CACHE_DIR (qwen3synth_export.py); FRAMES 0 only
-exports (so that no export runs while another engine is being timed). qwen3synth speaks VoiceDesign and Base bundles: the bench's CustomVoice weights run as a
-VoiceDesign bundle with a one-line voice description, the same per-frame work. Its generation
-stops on the end-of-speech code, which random weights sample at any time: the bench masks that code
-(as vox's VOX_DEBUG_NO_EOS does) and max_new_tokens caps the count.
+exports (so that no export runs while another engine is being timed). qwen3synth speaks VoiceDesign
+and Base bundles: the bench's CustomVoice weights run as a VoiceDesign bundle with a one-line voice
+description, the same per-frame work. Its generation stops on the end-of-speech code, which random
+weights sample at any time: the bench masks that code (as vox's VOX_DEBUG_NO_EOS does) and
+max_new_tokens caps the count.
 Prints one JSON line. Imports nothing from Kazeia.
 """
 import os
