@@ -85,85 +85,73 @@ def causal_mask(rows: int, past: int, keep=None):
     return torch.where(allowed, 0.0, torch.finfo(torch.float32).min)[None, None]
 
 
-class TalkerGraph:
-    """talker_prefill and talker_decode: embeddings -> (codec logits, final-norm hidden, KV)."""
+def run_layers(layers, hidden, cos, sin, pasts, mask, rotate):
+    """The decoder layers over `hidden`, each with its past (keys, values): (hidden, keys, values)."""
+    keys, values = [], []
+    for layer, (past_k, past_v) in zip(layers, pasts):
+        hidden, k, v = attention_block(layer, hidden, cos, sin, past_k, past_v, mask, rotate)
+        keys.append(k)
+        values.append(v)
+    return hidden, keys, values
 
-    def __new__(cls, talker, stacked: bool):
-        import torch
-        from qwen_tts.core.models.modeling_qwen3_tts import apply_multimodal_rotary_pos_emb
 
-        model, scaling = talker.model, talker.config.rope_scaling
+def talker_graph(talker, stacked: bool):
+    """talker_prefill (stacked False: per-layer KV outputs, no past) or talker_decode (stacked pasts
+    in and out): embeddings -> (codec logits, final-norm hidden, KV)."""
+    import torch
+    from qwen_tts.core.models.modeling_qwen3_tts import apply_multimodal_rotary_pos_emb
 
-        def rotate(q, k, cos, sin):
-            return apply_multimodal_rotary_pos_emb(q, k, cos, sin, scaling["mrope_section"], scaling["interleaved"])
+    model, scaling, c = talker.model, talker.config.rope_scaling, talker.config
 
-        class Graph(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.talker = talker
+    def rotate(q, k, cos, sin):
+        return apply_multimodal_rotary_pos_emb(q, k, cos, sin, scaling["mrope_section"], scaling["interleaved"])
 
-            def run(self, embeds, attention_mask, position_ids, pasts):
-                rows = embeds.shape[1]
-                past = pasts[0][0].shape[2]
-                cos, sin = model.rotary_emb(embeds, position_ids)
-                mask = causal_mask(rows, past, attention_mask)
-                hidden, keys, values = embeds, [], []
-                for layer, (pk, pv) in zip(model.layers, pasts):
-                    hidden, k, v = attention_block(layer, hidden, cos, sin, pk, pv, mask, rotate)
-                    keys.append(k)
-                    values.append(v)
-                hidden = model.norm(hidden)
-                return talker.codec_head(hidden), hidden, keys, values
+    class Graph(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.talker = talker
 
-        class Prefill(Graph):
-            def forward(self, inputs_embeds, attention_mask, position_ids):
-                b, kvh, hd = 1, talker.config.num_key_value_heads, talker.config.head_dim
-                empty = inputs_embeds.new_zeros((b, kvh, 0, hd))
-                logits, hidden, keys, values = self.run(inputs_embeds, attention_mask, position_ids,
-                                                        [(empty, empty)] * len(model.layers))
-                return (logits, hidden, *[t for kv in zip(keys, values) for t in kv])
-
-        class Decode(Graph):
-            def forward(self, inputs_embeds, attention_mask, position_ids, past_keys, past_values):
+        def forward(self, inputs_embeds, attention_mask, position_ids, past_keys=None, past_values=None):
+            if stacked:
                 pasts = [(past_keys[i], past_values[i]) for i in range(len(model.layers))]
-                logits, hidden, keys, values = self.run(inputs_embeds, attention_mask, position_ids, pasts)
-                return logits, hidden, torch.stack(keys), torch.stack(values)
+            else:
+                empty = inputs_embeds.new_zeros((1, c.num_key_value_heads, 0, c.head_dim))
+                pasts = [(empty, empty)] * len(model.layers)
+            cos, sin = model.rotary_emb(inputs_embeds, position_ids)
+            mask = causal_mask(inputs_embeds.shape[1], pasts[0][0].shape[2], attention_mask)
+            hidden, keys, values = run_layers(model.layers, inputs_embeds, cos, sin, pasts, mask, rotate)
+            hidden = model.norm(hidden)
+            if stacked:
+                return talker.codec_head(hidden), hidden, torch.stack(keys), torch.stack(values)
+            return (talker.codec_head(hidden), hidden, *[t for kv in zip(keys, values) for t in kv])
 
-        return (Decode if stacked else Prefill)().eval()
+    return Graph().eval()
 
 
-class CodePredictorGraph:
+def code_predictor_graph(talker):
     """code_predictor: talker-width rows -> logits of head `generation_steps` for every row, and KV."""
+    import torch
+    from qwen_tts.core.models.modeling_qwen3_tts import apply_rotary_pos_emb
 
-    def __new__(cls, talker):
-        import torch
-        from qwen_tts.core.models.modeling_qwen3_tts import apply_rotary_pos_emb
+    cp = talker.code_predictor
 
-        cp = talker.code_predictor
+    class Graph(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cp = cp
+            self.heads = torch.nn.Parameter(torch.stack([h.weight for h in cp.lm_head]))   # [15, vocab, Dc]
 
-        class Graph(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.cp = cp
-                self.heads = torch.nn.Parameter(torch.stack([h.weight for h in cp.lm_head]))   # [15, vocab, Dc]
+        def forward(self, inputs_embeds, generation_steps, past_keys, past_values):
+            rows, past = inputs_embeds.shape[1], past_keys.shape[3]
+            hidden = cp.small_to_mtp_projection(inputs_embeds)
+            cos, sin = cp.model.rotary_emb(hidden, (torch.arange(rows) + past)[None])
+            pasts = [(past_keys[i], past_values[i]) for i in range(len(cp.model.layers))]
+            hidden, keys, values = run_layers(cp.model.layers, hidden, cos, sin, pasts, causal_mask(rows, past),
+                                              apply_rotary_pos_emb)
+            head = torch.index_select(self.heads, 0, generation_steps)[0]
+            return cp.model.norm(hidden) @ head.T, torch.stack(keys), torch.stack(values)
 
-            def forward(self, inputs_embeds, generation_steps, past_keys, past_values):
-                rows, past = inputs_embeds.shape[1], past_keys.shape[3]
-                hidden = cp.small_to_mtp_projection(inputs_embeds)
-                positions = (torch.arange(rows) + past)[None]
-                cos, sin = cp.model.rotary_emb(hidden, positions)
-                mask = causal_mask(rows, past)
-                keys, values = [], []
-                for i, layer in enumerate(cp.model.layers):
-                    hidden, k, v = attention_block(layer, hidden, cos, sin, past_keys[i], past_values[i], mask,
-                                                   apply_rotary_pos_emb)
-                    keys.append(k)
-                    values.append(v)
-                hidden = cp.model.norm(hidden)
-                head = torch.index_select(self.heads, 0, generation_steps)[0]
-                return hidden @ head.T, torch.stack(keys), torch.stack(values)
-
-        return Graph().eval()
+    return Graph().eval()
 
 
 def export_graph(module, args, path: Path, inputs, outputs, dynamic) -> None:
@@ -209,13 +197,13 @@ def export_lm_graphs(talker, folder: Path) -> None:
     embeds = torch.randn(1, rows, D) * 0.02
     pos = torch.arange(rows)[None, None].expand(3, 1, rows).contiguous()
     kv_names = [f"present_{kind}_{i}" for i in range(L) for kind in ("key", "value")]
-    export_graph(TalkerGraph(talker, stacked=False), (embeds, torch.ones(1, rows, dtype=torch.long), pos),
+    export_graph(talker_graph(talker, stacked=False), (embeds, torch.ones(1, rows, dtype=torch.long), pos),
                  folder / "talker_prefill.onnx", ["inputs_embeds", "attention_mask", "position_ids"],
                  ["logits", "hidden_states", *kv_names],
                  {"inputs_embeds": {1: "seq"}, "attention_mask": {1: "seq"}, "position_ids": {2: "seq"},
                   "logits": {1: "seq"}, "hidden_states": {1: "seq"}, **{n: {2: "seq"} for n in kv_names}})
     cache = torch.randn(L, 1, kvh, past, hd) * 0.1
-    export_graph(TalkerGraph(talker, stacked=True),
+    export_graph(talker_graph(talker, stacked=True),
                  (embeds[:, :1], torch.ones(1, past + 1, dtype=torch.long), torch.full((3, 1, 1), past), cache, cache),
                  folder / "talker_decode.onnx",
                  ["inputs_embeds", "attention_mask", "position_ids", "past_keys", "past_values"],
@@ -224,7 +212,7 @@ def export_lm_graphs(talker, folder: Path) -> None:
                   "present_keys": {3: "total"}, "present_values": {3: "total"}})
     cp = talker.code_predictor.config
     cache = torch.randn(cp.num_hidden_layers, 1, cp.num_key_value_heads, past, cp.head_dim) * 0.1
-    export_graph(CodePredictorGraph(talker), (embeds[:, :2], torch.tensor([1]), cache, cache),
+    export_graph(code_predictor_graph(talker), (embeds[:, :2], torch.tensor([1]), cache, cache),
                  folder / "code_predictor.onnx", ["inputs_embeds", "generation_steps", "past_keys", "past_values"],
                  ["logits", "present_keys", "present_values"],
                  {"inputs_embeds": {1: "seq"}, "logits": {1: "seq"}, "past_keys": {3: "past"},
