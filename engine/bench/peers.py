@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
 from typing import Callable
 
 from ..model_file import ModelFile
