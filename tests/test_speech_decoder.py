@@ -312,6 +312,46 @@ def test_f32_products_match_ggml_and_do_not_depend_on_the_column_count(weights):
         assert np.array_equal(separate, in_place), (channels, taps, dilation)
 
 
+
+@pytest.mark.parametrize("weights", ["f16", "bf16"])
+def test_winograd_convolutions_tile_every_frame_alike(weights):
+    """The seven-tap convolutions in Winograd's F(4, 7) form: which outputs share a tile depends
+    only on their place in their frame, so one launch over several frames equals one launch per
+    frame bit for bit (streaming stays exact); each convolution lands within ~20 dB of the direct
+    f32 products' rounding and >= 100 dB from the exact sums of the same weights, at the vocoder's
+    shapes (a frame is 4 columns at its input conv, 32 / 160 / 640 / 1920 in blocks 1-4; the
+    outputs a frame's tiles leave over are computed directly)."""
+    active = "winograd_conv" in active_kernels()
+    for channels, rows, dilation, period, frames in [(768, 768, 9, 32, 3), (384, 384, 3, 160, 2), (192, 192, 1, 640, 1),
+                                                     (96, 96, 9, 1920, 1), (1024, 1536, 1, 4, 5), (48, 64, 1, 4, 9),
+                                                     (32, 32, 9, 32, 4), (16, 16, 3, 160, 2)]:
+        applied, direct, whole, by_frame, exact = _native.compare_conv_winograd(weights, channels, rows, dilation, period,
+                                                                                frames, seed=rows + dilation)
+        assert applied == active
+        if not applied:
+            pytest.skip("Winograd's form runs over the f32 products (AVX2 or NEON)" + at_cpu_level())
+        assert whole.shape == by_frame.shape == direct.shape == exact.shape == (frames * period, rows)
+        assert np.array_equal(whole, by_frame), (channels, dilation, period)
+        assert not np.array_equal(whole, direct)
+        ours, theirs = snr_db(exact, whole), snr_db(exact, direct)
+        assert ours >= 100 and theirs - ours <= 25, (channels, dilation, period, ours, theirs)
+    assert not _native.compare_conv_winograd(weights, 24, 32, 1, 4, 2)[0]   # channels not a multiple of 16: direct
+
+
+def test_winograd_decoder_streams_exactly(converted):
+    """The f16 decoder with its seven-tap convolutions in Winograd's form decodes the same audio
+    streamed in any feeding pattern, and on one thread or two, as offline."""
+    if "winograd_conv" not in active_kernels():
+        pytest.skip("Winograd's form runs over the f32 products (AVX2 or NEON)" + at_cpu_level())
+    codes = LONG["codes"][:90]
+    model = open_model(converted("custom_voice", "f16"))
+    offline = SpeechDecoder(model, threads=2).decode(codes)
+    assert np.array_equal(SpeechDecoder(model, threads=1).decode(codes), offline)
+    for name, sizes in patterns(len(codes), seed=9).items():
+        if name == "boundary_straddle":
+            sizes = [29, 2, len(codes) - 31]
+        assert np.array_equal(feed(SpeechDecoder(model, threads=1).session(), codes, sizes), offline), name
+
 F32_PRODUCTS_FORMS = """
 import sys, numpy as np
 from kazeia.engine import open_model
@@ -329,30 +369,47 @@ def test_f32_products_give_the_same_audio_in_every_form(converted, tmp_path, rep
     """The f32 products read f16 weights laid out in panels at load (in place for a launch of few
     columns, widened first for one of many), or rearrange them at every launch
     (KAZEIA_NO_DECODER_PANELS), in 512-bit or 256-bit registers (KAZEIA_CPU=avx2): the same sums in
-    the same order, so the same audio, offline and streamed, bit for bit."""
+    the same order, so the same audio, offline and streamed, bit for bit. The seven-tap
+    convolutions in Winograd's form (the default where the weights are laid out at load) give one
+    audio in every form too, and the direct form (KAZEIA_NO_WINOGRAD, or no panels) another, close
+    to it."""
     import os
     import subprocess
     import sys
     model = converted("custom_voice", "f16")
     codes = tmp_path / "codes.npy"
     np.save(codes, LONG["codes"][:40])
-    runs = {"panels at load": {}, "rearranged per launch": {"KAZEIA_NO_DECODER_PANELS": "1"},
-            "256-bit form": {"KAZEIA_CPU": "avx2"}}
+    groups = {"Winograd": {"panels at load": {}, "256-bit form": {"KAZEIA_CPU": "avx2"}},
+              "direct": {"direct": {"KAZEIA_NO_WINOGRAD": "1"},
+                         "rearranged per launch": {"KAZEIA_NO_DECODER_PANELS": "1"},
+                         "direct, 256-bit form": {"KAZEIA_NO_WINOGRAD": "1", "KAZEIA_CPU": "avx2"}}}
     kernels = active_kernels()
     if not f32_products_active():
         pytest.skip("the f32 products need AVX2 or NEON" + at_cpu_level())
-    if "gemm_fma" not in kernels:
-        runs.pop("256-bit form")   # (the only form here: the first run's)
+    assert "winograd_conv" in kernels
+    if "gemm_fma" not in kernels:   # (the only form here: the first run's)
+        for runs in groups.values():
+            for name in [n for n in runs if "256-bit" in n]:
+                runs.pop(name)
     audio = {}
-    for name, env in runs.items():
-        out = tmp_path / f"{len(audio)}.npy"
-        r = subprocess.run([sys.executable, "-c", F32_PRODUCTS_FORMS, str(model), str(codes), str(out)],
-                           env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-2000:]
-        audio[name] = np.load(out)
-    first = next(iter(audio.values()))
-    assert np.abs(first).max() > 0
-    for name, a in audio.items():
-        assert np.array_equal(a[0], a[1]), f"{name}: streamed != offline"
-        assert np.array_equal(a, first), name
-    report(f"decoder f16 weights, f32 products: {', '.join(audio)} give the same audio bit for bit{at_cpu_level()}")
+    for group, runs in groups.items():
+        for name, env in runs.items():
+            out = tmp_path / f"{len(audio)}.npy"
+            r = subprocess.run([sys.executable, "-c", F32_PRODUCTS_FORMS, str(model), str(codes), str(out)],
+                               env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr[-2000:]
+            audio[(group, name)] = np.load(out)
+    for group, runs in groups.items():
+        first = audio[(group, next(iter(runs)))]
+        assert np.abs(first).max() > 0
+        for name in runs:
+            a = audio[(group, name)]
+            assert np.array_equal(a[0], a[1]), f"{group}, {name}: streamed != offline"
+            assert np.array_equal(a, first), (group, name)
+    winograd, direct = (audio[(g, next(iter(groups[g])))][0] for g in groups)
+    assert not np.array_equal(winograd, direct)   # (the form did run)
+    snr = snr_db(direct, winograd)
+    assert snr >= 60, snr
+    report(f"decoder f16 weights, f32 products: {', '.join(groups['Winograd'])} give the same audio bit for bit "
+           f"in Winograd's form, {', '.join(groups['direct'])} in the direct form; the two forms {snr:.1f} dB "
+           f"apart{at_cpu_level()}")

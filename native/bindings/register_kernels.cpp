@@ -106,6 +106,17 @@ void register_kernels(py::module_ & m) {
        "place, the same again), each [taps * n - (taps - 1) * dilation, rows]",
        py::arg("type"), py::arg("channels"), py::arg("rows"), py::arg("taps"), py::arg("dilation"), py::arg("n"),
        py::arg("seed") = 0);
+    m.def("compare_conv_winograd", [as_array](const std::string & type, int64_t channels, int64_t rows, int dilation,
+                                              int64_t period, int64_t frames, uint64_t seed) {
+        const winograd_check c = released([&] { return check_conv_winograd(type, channels, rows, dilation, period, frames, seed); });
+        const int64_t n = frames * period;
+        return py::make_tuple(c.applied, as_array(c.direct, n), as_array(c.whole, n), as_array(c.by_frame, n),
+                              as_array(c.exact, n));
+    }, "A seven-tap causal convolution with random f16 or bf16 weights over frames x period outputs (after "
+       "6 x dilation of history), plus bias and residual: (applied?, the direct f32-product op, Winograd's F(4,7) "
+       "form in one launch, the same one launch per frame, the exact sums in double), each [frames * period, rows]",
+       py::arg("type"), py::arg("channels"), py::arg("rows"), py::arg("dilation"), py::arg("period"), py::arg("frames"),
+       py::arg("seed") = 0);
     m.def("compare_batch_columns", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         const product_pair p = released([&] { return check_batch_columns(type, rows, cols, n, seed); });
         return py::make_tuple(as_array(p.ggml, n), as_array(p.theirs, n));

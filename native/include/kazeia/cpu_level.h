@@ -52,6 +52,7 @@ struct measurement_switches {
     bool keep_bf16 = false;
     bool no_huge_pages = false;
     bool no_decoder_panels = false;
+    bool no_winograd = false;
 };
 const measurement_switches & measurement_switches_in_force();
 

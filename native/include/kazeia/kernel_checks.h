@@ -59,6 +59,18 @@ product_pair check_gemm_fma(const std::string & type, int64_t rows, int64_t cols
 // and again in `exact`); equal bit for bit.
 product_pair check_conv_fma(const std::string & type, int64_t channels, int64_t rows, int taps, int dilation, int64_t n,
                             uint64_t seed);
+// A seven-tap causal convolution (the vocoder's) with random f16 or bf16 weights [rows][channels]
+// over `frames` frames of `period` columns after 6 x dilation of history, plus bias and residual:
+// the direct f32-product op (`direct`), Winograd's form over all frames in one launch (`whole`) and
+// one launch per frame (`by_frame`: must equal `whole` bit for bit), and the exact sums in double
+// of the same rounded weights and input (`exact`); each [frames * period][rows]. applied: the form
+// runs on this CPU at the level in force.
+struct winograd_check {
+    bool applied = false;
+    std::vector<float> direct, whole, by_frame, exact;
+};
+winograd_check check_conv_winograd(const std::string & type, int64_t channels, int64_t rows, int dilation, int64_t period,
+                                   int64_t frames, uint64_t seed);
 // any type: the n columns as a batch (`ggml`) and each column alone (`theirs`); they must be equal.
 product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 

@@ -27,6 +27,7 @@
 #include "kernels/custom_ops.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/products.h"
+#include "kernels/winograd_conv.h"
 #include "runtime/graph_runner.h"
 
 namespace kazeia {
@@ -77,6 +78,7 @@ struct speech_decoder_session::impl {
     ggml_backend_buffer_t state_buf = nullptr;
     std::vector<ggml_tensor *> state;   // in graph-building order
     size_t state_cursor = 0;
+    int64_t launch_frames = 1;   // frames in the graph being built (the vocoder's tiles repeat per frame)
     int kv_ctx = 0;                     // attention keys a query looks back at: sliding_window - 1
     int64_t kv_keep = 0;                // keys kept between calls: kv_ctx + alignment slack
     int64_t kv_lead = 0;                // keys before this call's first frame used by this call
@@ -199,6 +201,8 @@ struct speech_decoder_session::impl {
 
     // causal conv over [history ++ x], plus `residual` where given. With bf16 weights on the CPU one
     // op reads the taps where they lie (bf16 input in place) and adds bias and residual as it stores;
+    // seven-tap f16 weights in Winograd's form over the f32 products, tiled frame by frame (x holds
+    // whole frames of launch_frames); other
     // f16 weights (bf16 on CPUs without AVX-512 BF16) the same in f32 arithmetic over f32 input;
     // f32 weights with few outputs (the last conv) get a plain sliding dot; else im2col and one
     // product whose contraction runs over all taps and channels (kernel rearranged tap-major at load)
@@ -210,6 +214,11 @@ struct speech_decoder_session::impl {
             ggml_tensor * xc = with_history(g, x, history);
             if (c.bias->type == GGML_TYPE_F32) return conv_bf16(g.ctx, c.weight, xc, c.dilation, c.bias, residual);
             y = conv_bf16(g.ctx, c.weight, xc, c.dilation);
+        } else if (!standard_ops && c.winograd && x->type == GGML_TYPE_F32 && x->ne[1] % launch_frames == 0) {
+            ggml_tensor * xc = with_history(g, x, history);
+            const int64_t period = x->ne[1] / launch_frames;
+            if (c.bias->type == GGML_TYPE_F32) return conv_winograd(g.ctx, c.winograd, c.weight, xc, c.dilation, period, c.bias, residual);
+            y = conv_winograd(g.ctx, c.winograd, c.weight, xc, c.dilation, period, nullptr);
         } else if (!standard_ops && conv_fma_applies(c.weight, c.c_in)) {   // f16 weights: f32 input in place
             ggml_tensor * xc = with_history(g, x, history);
             if (c.bias->type == GGML_TYPE_F32) return conv_fma(g.ctx, c.weight, xc, c.dilation, c.bias, residual);
@@ -305,6 +314,7 @@ struct speech_decoder_session::impl {
     ggml_tensor * build(graph_ctx & g, ggml_tensor * codes, ggml_tensor * pos, ggml_tensor * mask) {
         state_cursor = 0;
         const int64_t n = codes->ne[0];
+        launch_frames = n;
         // quantizer: semantic and acoustic groups each sum their codebook rows, then project
         ggml_tensor * first = nullptr;
         ggml_tensor * rest = nullptr;

@@ -8,6 +8,7 @@
 #include "kernels/gemv_q8_0.h"
 #include "kernels/prefill_attention.h"
 #include "kernels/products.h"
+#include "kernels/winograd_conv.h"
 #include "runtime/type_names.h"
 #include "weights/panel_claims.h"
 #include "weights/weight_copies.h"
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -343,6 +345,105 @@ product_pair check_conv_fma(const std::string & type, int64_t channels, int64_t 
 
 double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t n, int threads, int reps, bool kazeia) {
     return gemm_gflops_of(type_from_name(type), rows, cols, n, threads, reps, kazeia);
+}
+
+}  // namespace kazeia
+
+namespace kazeia {
+
+winograd_check check_conv_winograd(const std::string & type_name, int64_t channels, int64_t rows, int dilation,
+                                   int64_t period, int64_t frames, uint64_t seed) {
+    const ggml_type type = type_from_name(type_name);
+    constexpr int taps = k_winograd_taps;
+    winograd_check out;
+    out.applied = winograd_applies(type, taps, channels, rows);
+    if (!out.applied) return out;
+    const int64_t n = frames * period, history = int64_t(taps - 1) * dilation, length = n + history;
+    std::mt19937_64 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    // weights as the file holds them, [rows][channels][taps], rounded to the type; input; bias; residual
+    std::vector<float> w(static_cast<size_t>(rows * channels * taps)), x(static_cast<size_t>(channels * length)),
+        bias(static_cast<size_t>(rows)), residual(static_cast<size_t>(rows * n));
+    const float scale = 1.0f / std::sqrt(float(channels * taps));
+    for (float & v : w) v = normal(gen) * scale;
+    for (float & v : x) v = normal(gen);
+    for (float & v : bias) v = normal(gen);
+    for (float & v : residual) v = normal(gen);
+    std::vector<uint8_t> file(w.size() * 2);
+    for (size_t i = 0; i < w.size(); ++i) {
+        uint16_t bits = type == GGML_TYPE_F16 ? ggml_fp32_to_fp16(w[i]) : ggml_fp32_to_bf16(w[i]).bits;
+        std::memcpy(file.data() + 2 * i, &bits, 2);
+        w[i] = type == GGML_TYPE_F16 ? ggml_fp16_to_fp32(bits) : ggml_bf16_to_fp32(ggml_bf16_t{bits});
+    }
+    // tap-major [rows][taps][channels] in panels, as the decoder lays its convolutions out at load
+    std::vector<uint8_t> tap_major(file.size());
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < channels; ++c) {
+            for (int k = 0; k < taps; ++k) {
+                std::memcpy(tap_major.data() + 2 * ((r * taps + k) * channels + c), file.data() + 2 * ((r * channels + c) * taps + k), 2);
+            }
+        }
+    }
+    const std::vector<uint8_t> laid = fma_panels(tap_major, type, taps * channels, rows);
+    const std::vector<uint8_t> u_bytes = winograd_weights(file, type, channels, rows);
+
+    ggml_init_params params{ggml_tensor_overhead() * 8, nullptr, true};
+    ggml_context * wctx = ggml_init(params);
+    ggml_tensor * wt = ggml_new_tensor_3d(wctx, type, channels, taps, rows);
+    ggml_tensor * ut = ggml_new_tensor_3d(wctx, GGML_TYPE_F32, channels, rows, k_winograd_points);
+    ggml_tensor * bt = ggml_new_tensor_1d(wctx, GGML_TYPE_F32, rows);
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_buffer_type());
+    ggml_backend_tensor_set(wt, laid.data(), 0, laid.size());
+    ggml_backend_tensor_set(ut, u_bytes.data(), 0, u_bytes.size());
+    ggml_backend_tensor_set(bt, bias.data(), 0, bias.size() * sizeof(float));
+    mark_fma_panels(wt);
+
+    graph_runner runner(std::make_shared<thread_pool>(2));
+    for (int way = 0; way < 3; ++way) {
+        ggml_context * g = runner.begin();
+        ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, channels, length);
+        ggml_tensor * rt = ggml_new_tensor_2d(g, GGML_TYPE_F32, rows, n);
+        ggml_set_input(xt);
+        ggml_set_input(rt);
+        ggml_tensor * y = nullptr;
+        if (way == 0) {
+            y = conv_fma(g, wt, xt, dilation, bt, rt);
+        } else if (way == 1) {
+            y = conv_winograd(g, ut, wt, xt, dilation, period, bt, rt);
+        } else {
+            for (int64_t f = 0; f < frames; ++f) {
+                ggml_tensor * xf = ggml_view_2d(g, xt, channels, period + history, xt->nb[1], f * period * xt->nb[1]);
+                ggml_tensor * rf = ggml_view_2d(g, rt, rows, period, rt->nb[1], f * period * rt->nb[1]);
+                ggml_tensor * yf = conv_winograd(g, ut, wt, xf, dilation, period, bt, rf);
+                y = y ? ggml_concat(g, y, yf, 1) : yf;
+            }
+        }
+        ggml_set_output(y);
+        ggml_build_forward_expand(runner.graph(), y);
+        runner.allocate();
+        ggml_backend_tensor_set(xt, x.data(), 0, x.size() * sizeof(float));
+        ggml_backend_tensor_set(rt, residual.data(), 0, residual.size() * sizeof(float));
+        runner.compute();
+        std::vector<float> & dst = way == 0 ? out.direct : way == 1 ? out.whole : out.by_frame;
+        dst.resize(size_t(ggml_nelements(y)));
+        ggml_backend_tensor_get(y, dst.data(), 0, ggml_nbytes(y));
+    }
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(wctx);
+
+    out.exact.resize(size_t(rows * n));
+    for (int64_t t = 0; t < n; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+            double s = 0;
+            for (int64_t c = 0; c < channels; ++c) {
+                for (int k = 0; k < taps; ++k) {
+                    s += double(w[size_t((r * channels + c) * taps + k)]) * double(x[size_t((t + k * dilation) * channels + c)]);
+                }
+            }
+            out.exact[size_t(t * rows + r)] = float(s + double(bias[size_t(r)]) + double(residual[size_t(t * rows + r)]));
+        }
+    }
+    return out;
 }
 
 }  // namespace kazeia

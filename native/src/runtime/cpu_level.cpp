@@ -133,6 +133,7 @@ const measurement_switches & measurement_switches_in_force() {
         s.keep_bf16 = set("KAZEIA_KEEP_BF16");
         s.no_huge_pages = set("KAZEIA_NO_HUGE_PAGES");
         s.no_decoder_panels = set("KAZEIA_NO_DECODER_PANELS");
+        s.no_winograd = set("KAZEIA_NO_WINOGRAD");
         return s;
     }();
     return switches;
@@ -185,6 +186,9 @@ std::vector<kernel_status> kernel_statuses() {
         {"gemm_fma_neon", "f32-arithmetic GEMM and convolution for f16 and bf16 decoder weights, NEON form (the x86 forms' numbers)",
          "neon", cpu_allows(cpu_level::neon),
          "ggml's f16 mul_mat over im2col (f16 arithmetic where ggml was built with +fp16; bf16 weights re-laid as f16 at load)"},
+        {"winograd_conv", "the vocoder's 7-tap convolutions in Winograd F(4,7) form over the f32 products (10 products for 28)",
+         "neon", cpu_allows(cpu_level::neon) && !measurement_switches_in_force().no_winograd,
+         "the direct convolution of the f32 products (KAZEIA_NO_WINOGRAD keeps it)"},
     };
 #else
     // the lanes kernels take one form per process: the widest the level allows
@@ -212,6 +216,9 @@ std::vector<kernel_status> kernel_statuses() {
         {"gemm_fma_avx2", "f32-arithmetic GEMM and convolution, 256-bit form", "avx2",
          !cpu_allows(cpu_level::avx512) && cpu_allows(cpu_level::avx2),
          "ggml's f16 mul_mat over im2col (bf16 decoder weights re-laid as f16 at load, exact in range)"},
+        {"winograd_conv", "the vocoder's 7-tap convolutions in Winograd F(4,7) form over the f32 products (10 products for 28)",
+         "avx2", cpu_allows(cpu_level::avx2) && !measurement_switches_in_force().no_winograd,
+         "the direct convolution of the f32 products (KAZEIA_NO_WINOGRAD keeps it)"},
         {"prefill_attention", "prompt attention", "avx512", cpu_allows(cpu_level::avx512), "ggml's mul_mat, soft_max and mul_mat"},
     };
 #endif

@@ -5,6 +5,7 @@
 
 #include "ggml-cpu.h"
 #include "kernels/gemm_fma.h"
+#include "kernels/winograd_conv.h"
 
 namespace kazeia {
 
@@ -27,6 +28,7 @@ bool is_view_op(const ggml_tensor * t) {
 // other shapes)
 bool is_custom_product(const ggml_tensor * t) {
     if (is_fma_product(t)) return true;
+    if (is_winograd_op(t)) return false;   // (counted by matmul_flops as what it does)
     const ggml_tensor * w = t->src[0];
     const ggml_tensor * x = t->src[1];
     if (t->op != GGML_OP_CUSTOM || !w || !x || ggml_n_dims(w) != 2 || t->ne[0] != w->ne[1] || t->ne[2] != 1 ||
@@ -38,6 +40,7 @@ bool is_custom_product(const ggml_tensor * t) {
 }
 
 double matmul_flops(const ggml_tensor * t) {
+    if (const int64_t macs = winograd_product_macs(t)) return 2.0 * double(macs);
     return t->op == GGML_OP_MUL_MAT || is_custom_product(t) ? 2.0 * double(t->src[0]->ne[0]) * double(ggml_nelements(t))
                                                            : 0.0;
 }

@@ -1,0 +1,353 @@
+#include "kernels/winograd_conv.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+
+#include "kazeia/cpu_level.h"
+#include "kernels/fma_forms.h"
+#include "kernels/gemm_fma.h"
+
+namespace kazeia {
+namespace {
+
+// The evaluation points (the tenth is infinity) and, per point, the factor that makes its row of
+// the input transform whole numbers; the weight transform divides it out again.
+constexpr double k_points[k_winograd_points - 1] = {0, 1, -1, 2, -2, 0.5, -0.5, 1.5, -1.5};
+constexpr double k_row_scale[k_winograd_points] = {36, 90, 90, 2520, 2520, 45, 45, 315, 315, 16};
+
+// B^T: the transposed inverse of the points' Vandermonde matrix, rows times k_row_scale.
+constexpr float k_input_transform[k_winograd_points][k_winograd_points] = {
+    {36, 0, -205, 0, 273, 0, -120, 0, 16, 0},
+    {0, -36, -36, 169, 169, -104, -104, 16, 16, 0},
+    {0, 36, -36, -169, 169, 104, -104, -16, 16, 0},
+    {0, -18, -9, 98, 49, -112, -56, 32, 16, 0},
+    {0, 18, -9, -98, 49, 112, -56, -32, 16, 0},
+    {0, 72, 144, -122, -244, 58, 116, -8, -16, 0},
+    {0, -72, 144, 122, -244, -58, 116, 8, -16, 0},
+    {0, 24, 16, -126, -84, 126, 84, -24, -16, 0},
+    {0, -24, 16, 126, -84, -126, 84, 24, -16, 0},
+    {0, 36, 0, -205, 0, 273, 0, -120, 0, 16},
+};
+
+// A^T: output i takes point^i of each finite point, and the last output the infinite one.
+struct output_matrix {
+    float v[k_winograd_outputs][k_winograd_points];
+    constexpr output_matrix() : v{} {
+        for (int i = 0; i < k_winograd_outputs; ++i) {
+            for (int j = 0; j + 1 < k_winograd_points; ++j) {
+                double p = 1;
+                for (int e = 0; e < i; ++e) p *= k_points[j];
+                v[i][j] = float(p);   // (dyadic: exact)
+            }
+            v[i][k_winograd_points - 1] = i == k_winograd_outputs - 1 ? 1.0f : 0.0f;
+        }
+    }
+};
+constexpr output_matrix k_output_matrix{};
+constexpr const float (&k_output_transform)[k_winograd_outputs][k_winograd_points] = k_output_matrix.v;
+
+// G[xi][k]: point^k / row scale; the infinite point takes the last tap.
+double weight_transform(int xi, int k) {
+    if (xi == k_winograd_points - 1) return k == k_winograd_taps - 1 ? 1.0 / k_row_scale[xi] : 0.0;
+    return std::pow(k_points[xi], k) / k_row_scale[xi];
+}
+
+}  // namespace
+}  // namespace kazeia
+
+#ifdef KAZEIA_X86
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
+namespace kazeia::fma_products::avx512 {
+#include "kernels/winograd_tiles.inc"
+}
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+namespace kazeia::fma_products::avx2 {
+#include "kernels/winograd_tiles.inc"
+}
+#pragma GCC pop_options
+#endif
+#ifdef KAZEIA_ARM64
+namespace kazeia::fma_products::neon {
+#include "kernels/winograd_tiles.inc"
+}
+#endif
+
+namespace kazeia {
+
+const winograd_pattern & winograd_pattern_of(int64_t period, int64_t dilation) {
+    static std::mutex guard;
+    static std::map<std::pair<int64_t, int64_t>, std::unique_ptr<winograd_pattern>> made;
+    std::lock_guard<std::mutex> lock(guard);
+    auto & slot = made[{period, dilation}];
+    if (!slot) {
+        slot = std::make_unique<winograd_pattern>();
+        slot->period = period;
+        slot->dilation = dilation;
+        for (int64_t r = 0; r < std::min(period, dilation); ++r) {
+            const int64_t count = (period - r + dilation - 1) / dilation, whole = count / k_winograd_outputs * k_winograd_outputs;
+            for (int64_t j = 0; j < whole; j += k_winograd_outputs) slot->tiles.push_back(r + j * dilation);
+            for (int64_t j = whole; j < count; ++j) slot->singles.push_back(r + j * dilation);
+        }
+        std::sort(slot->tiles.begin(), slot->tiles.end());   // (in time order: the input tiles overlap in cache)
+        std::sort(slot->singles.begin(), slot->singles.end());
+    }
+    return *slot;
+}
+
+#ifdef KAZEIA_FMA_PRODUCTS
+namespace {
+using namespace fma_products;
+
+void tile_in(const float * x, int64_t step, int64_t channels, float * out, int64_t out_step) {
+#ifdef KAZEIA_X86
+    if (form_lanes() == avx512::V::lanes) return avx512::winograd_tile_in(x, step, channels, out, out_step);
+    avx2::winograd_tile_in(x, step, channels, out, out_step);
+#else
+    neon::winograd_tile_in(x, step, channels, out, out_step);
+#endif
+}
+
+void tile_out(const float * m, int64_t m_step, int64_t rows, const float * bias, const float * residual, float * y,
+              int64_t y_step) {
+#ifdef KAZEIA_X86
+    if (form_lanes() == avx512::V::lanes) return avx512::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step);
+    avx2::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step);
+#else
+    neon::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step);
+#endif
+}
+
+void single_out(const float * m, int64_t rows, const float * bias, const float * residual, float * y) {
+#ifdef KAZEIA_X86
+    if (form_lanes() == avx512::V::lanes) return avx512::winograd_single_out(m, rows, bias, residual, y);
+    avx2::winograd_single_out(m, rows, bias, residual, y);
+#else
+    neon::winograd_single_out(m, rows, bias, residual, y);
+#endif
+}
+
+// A launch's tiles and singles: the pattern repeated over its frames.
+struct launch_plan {
+    const winograd_pattern & p;
+    int64_t frames;
+    int64_t tiles() const { return frames * int64_t(p.tiles.size()); }
+    int64_t singles() const { return frames * int64_t(p.singles.size()); }
+    int64_t tile_at(int64_t t) const {
+        const int64_t per = int64_t(p.tiles.size());
+        return t / per * p.period + p.tiles[size_t(t % per)];
+    }
+    int64_t single_at(int64_t s) const {
+        const int64_t per = int64_t(p.singles.size());
+        return s / per * p.period + p.singles[size_t(s % per)];
+    }
+};
+
+const winograd_pattern & pattern_of(void * userdata) { return *static_cast<const winograd_pattern *>(userdata); }
+
+// src: [x]; dst [channels, 10 * tiles + 7 * singles]: the transformed tiles, point after point
+// (point xi's columns contiguous), then the singles' columns as im2col (taps in order)
+void input_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
+    const winograd_pattern & p = pattern_of(userdata);
+    const ggml_tensor * x = dst->src[0];
+    const int64_t channels = x->ne[0], n = x->ne[1] - (k_winograd_taps - 1) * p.dilation;
+    const launch_plan plan{p, n / p.period};
+    const auto * in = static_cast<const float *>(x->data);
+    auto * out = static_cast<float *>(dst->data);
+    const int64_t tiles = plan.tiles(), singles = plan.singles(), step = p.dilation * channels;
+    for (int64_t t = tiles * ith / nth; t < tiles * (ith + 1) / nth; ++t) {
+        tile_in(in + plan.tile_at(t) * channels, step, channels, out + t * channels, tiles * channels);
+    }
+    float * cols = out + k_winograd_points * tiles * channels;
+    for (int64_t s = singles * ith / nth; s < singles * (ith + 1) / nth; ++s) {
+        const float * from = in + plan.single_at(s) * channels;
+        for (int k = 0; k < k_winograd_taps; ++k) {
+            std::memcpy(cols + (s * k_winograd_taps + k) * channels, from + k * step, size_t(channels) * sizeof(float));
+        }
+    }
+}
+
+// a weight tensor as one launch reads it: [k, rows] at `data`
+ggml_tensor launch_weight(const ggml_tensor * w, int64_t k, int64_t rows, const void * data) {
+    ggml_tensor t = *w;
+    t.ne[0] = k, t.ne[1] = rows, t.ne[2] = t.ne[3] = 1;
+    t.nb[1] = t.nb[0] * k, t.nb[2] = t.nb[3] = t.nb[1] * rows;
+    t.data = const_cast<void *>(data);
+    return t;
+}
+
+// src: [u, w, transformed input]; dst [rows, 10 * tiles + singles]: point xi's products of the
+// tiles, then the singles' direct products (no bias)
+void product_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
+    const winograd_pattern & p = pattern_of(userdata);
+    const ggml_tensor * u = dst->src[0];
+    const ggml_tensor * w = dst->src[1];
+    const ggml_tensor * in = dst->src[2];
+    const int64_t channels = u->ne[0], rows = u->ne[1];
+    const int64_t singles = (in->ne[1] - dst->ne[1]) / (k_winograd_taps - 1), tiles = (dst->ne[1] - singles) / k_winograd_points;
+    const auto * cols = static_cast<const float *>(in->data);
+    auto * y = static_cast<float *>(dst->data);
+    for (int xi = 0; xi < k_winograd_points; ++xi) {
+        const ggml_tensor uxi = launch_weight(u, channels, rows, static_cast<const float *>(u->data) + xi * rows * channels);
+        launch_share({&uxi, {cols + xi * tiles * channels, channels, 0, 1, channels}, {nullptr, nullptr},
+                      y + xi * tiles * rows, tiles, true},
+                     ith, nth);
+    }
+    if (singles) {
+        const int64_t k = k_winograd_taps * channels;
+        const ggml_tensor wd = launch_weight(w, k, rows, w->data);
+        launch_share({&wd, {cols + k_winograd_points * tiles * channels, k, 0, 1, k}, {nullptr, nullptr},
+                      y + k_winograd_points * tiles * rows, singles, true},
+                     ith, nth);
+    }
+    (void)p;
+}
+
+// src: [products, bias?, residual?]; dst [rows, n]
+void output_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
+    const winograd_pattern & p = pattern_of(userdata);
+    const ggml_tensor * m = dst->src[0];
+    const int64_t rows = dst->ne[0], n = dst->ne[1];
+    const launch_plan plan{p, n / p.period};
+    const int64_t tiles = plan.tiles(), singles = plan.singles();
+    const auto * prods = static_cast<const float *>(m->data);
+    const float * bias = dst->src[1] ? static_cast<const float *>(dst->src[1]->data) : nullptr;
+    const float * residual = dst->src[2] ? static_cast<const float *>(dst->src[2]->data) : nullptr;
+    auto * y = static_cast<float *>(dst->data);
+    for (int64_t t = tiles * ith / nth; t < tiles * (ith + 1) / nth; ++t) {
+        const int64_t at = plan.tile_at(t) * rows;
+        tile_out(prods + t * rows, tiles * rows, rows, bias, residual ? residual + at : nullptr, y + at, p.dilation * rows);
+    }
+    const float * direct = prods + k_winograd_points * tiles * rows;
+    for (int64_t s = singles * ith / nth; s < singles * (ith + 1) / nth; ++s) {
+        const int64_t at = plan.single_at(s) * rows;
+        single_out(direct + s * rows, rows, bias, residual ? residual + at : nullptr, y + at);
+    }
+}
+
+}  // namespace
+#endif  // KAZEIA_FMA_PRODUCTS
+
+bool winograd_applies(ggml_type type, int taps, int64_t channels, int64_t rows) {
+#ifdef KAZEIA_FMA_PRODUCTS
+    return taps == k_winograd_taps && !measurement_switches_in_force().no_winograd && fma_panels_apply(type, int64_t(taps) * channels, rows) &&
+           channels % 16 == 0;
+#else
+    (void)type, (void)taps, (void)channels, (void)rows;
+    return false;
+#endif
+}
+
+std::vector<uint8_t> winograd_weights(const std::vector<uint8_t> & file_bytes, ggml_type type, int64_t channels,
+                                      int64_t rows) {
+#ifdef KAZEIA_FMA_PRODUCTS
+    if (!winograd_applies(type, k_winograd_taps, channels, rows) ||
+        file_bytes.size() != size_t(rows * channels * k_winograd_taps) * 2) {
+        throw std::invalid_argument("winograd_weights: not a convolution this form applies to");
+    }
+    const auto * values = reinterpret_cast<const uint16_t *>(file_bytes.data());
+    auto value = [&](int64_t i) {
+        return double(type == GGML_TYPE_F16 ? ggml_fp16_to_fp32(values[i]) : ggml_bf16_to_fp32(ggml_bf16_t{values[i]}));
+    };
+    // U[xi][row][channel] = sum_k G[xi][k] W[row][channel][k], in double, rounded once to f32
+    std::vector<float> u(size_t(k_winograd_points * rows * channels));
+    double g[k_winograd_points][k_winograd_taps];
+    for (int xi = 0; xi < k_winograd_points; ++xi) {
+        for (int k = 0; k < k_winograd_taps; ++k) g[xi][k] = weight_transform(xi, k);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < channels; ++c) {
+            double w[k_winograd_taps];
+            for (int k = 0; k < k_winograd_taps; ++k) w[k] = value((r * channels + c) * k_winograd_taps + k);
+            for (int xi = 0; xi < k_winograd_points; ++xi) {
+                double s = 0;
+                for (int k = 0; k < k_winograd_taps; ++k) s += g[xi][k] * w[k];
+                u[size_t((xi * rows + r) * channels + c)] = float(s);
+            }
+        }
+    }
+    std::vector<uint8_t> out;
+    out.reserve(u.size() * sizeof(float));
+    for (int xi = 0; xi < k_winograd_points; ++xi) {
+        const auto * matrix = reinterpret_cast<const uint8_t *>(u.data() + xi * rows * channels);
+#ifdef KAZEIA_X86
+        const std::vector<uint8_t> laid = form_lanes() == avx512::V::lanes ? avx512::panels_of<float>(matrix, channels, rows)
+                                                                           : avx2::panels_of<float>(matrix, channels, rows);
+#else
+        const std::vector<uint8_t> laid = neon::panels_of<float>(matrix, channels, rows);
+#endif
+        out.insert(out.end(), laid.begin(), laid.end());
+    }
+    return out;
+#else
+    (void)file_bytes, (void)type, (void)channels, (void)rows;
+    throw std::invalid_argument("winograd_weights: no f32 products on this CPU");
+#endif
+}
+
+ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * w, ggml_tensor * x, int dilation,
+                            int64_t period, ggml_tensor * bias, ggml_tensor * residual) {
+#ifdef KAZEIA_FMA_PRODUCTS
+    const int64_t channels = u->ne[0], rows = u->ne[1];
+    const int64_t n = x->ne[1] - int64_t(k_winograd_taps - 1) * dilation;
+    GGML_ASSERT(x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] == channels && u->type == GGML_TYPE_F32 &&
+                u->ne[2] == k_winograd_points && ggml_nelements(w) == rows * channels * k_winograd_taps);
+    GGML_ASSERT(period > 0 && n > 0 && n % period == 0 && (!residual || bias));
+    const winograd_pattern & p = winograd_pattern_of(period, dilation);
+    void * plan = const_cast<winograd_pattern *>(&p);
+    const int64_t frames = n / period, tiles = frames * int64_t(p.tiles.size()), singles = frames * int64_t(p.singles.size());
+    ggml_tensor * in_args[] = {x};
+    ggml_tensor * in = ggml_custom_4d(ctx, GGML_TYPE_F32, channels, k_winograd_points * tiles + k_winograd_taps * singles, 1, 1,
+                                      in_args, 1, input_op, GGML_N_TASKS_MAX, plan);
+    ggml_tensor * prod_args[] = {u, w, in};
+    ggml_tensor * prods = ggml_custom_4d(ctx, GGML_TYPE_F32, rows, k_winograd_points * tiles + singles, 1, 1, prod_args, 3,
+                                         product_op, GGML_N_TASKS_MAX, plan);
+    ggml_tensor * out_args[] = {prods, bias, residual};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, rows, n, 1, 1, out_args, residual ? 3 : bias ? 2 : 1, output_op,
+                          GGML_N_TASKS_MAX, plan);
+#else
+    (void)ctx, (void)u, (void)w, (void)x, (void)dilation, (void)period, (void)bias, (void)residual;
+    return nullptr;
+#endif
+}
+
+namespace {
+
+ggml_custom_op_t custom_function(const ggml_tensor * t) {
+    ggml_custom_op_t fun = nullptr;
+    if (t->op == GGML_OP_CUSTOM) std::memcpy(&fun, t->op_params, sizeof fun);   // (ggml_custom_4d's parameters begin with it)
+    return fun;
+}
+
+}  // namespace
+
+bool is_winograd_op(const ggml_tensor * t) {
+#ifdef KAZEIA_FMA_PRODUCTS
+    const ggml_custom_op_t fun = custom_function(t);
+    return fun && (fun == input_op || fun == product_op || fun == output_op);
+#else
+    (void)t;
+    return false;
+#endif
+}
+
+int64_t winograd_product_macs(const ggml_tensor * t) {
+#ifdef KAZEIA_FMA_PRODUCTS
+    if (custom_function(t) != product_op) return 0;
+#else
+    return 0;
+#endif
+    const ggml_tensor * u = t->src[0];
+    const int64_t columns = t->ne[1];   // 10 per tile, 1 per single (whose product takes 7 taps)
+    const int64_t singles = (t->src[2]->ne[1] - columns) / (k_winograd_taps - 1);
+    return (columns - singles + singles * k_winograd_taps) * u->ne[0] * u->ne[1];
+}
+
+}  // namespace kazeia
