@@ -126,7 +126,7 @@ leg() {
   # (no pytest-qt: the workbench is not tested on arm64, and its Qt needs libraries the root lacks)
   local pytest=(python -m pytest -p no:cacheprovider -p no:pytest-qt -q -ra --timeout=1800 --durations=5)
   local kernels=(tests/test_placement.py tests/test_batch.py tests/test_cli.py tests/test_speech_decoder.py)
-  local checks="kernel or lanes or gemm or attention or panel or repacked or batch_products or f32_products_match"
+  local checks="kernel or lanes or gemm or attention or panel or repacked or batch_products or f32_products_match or winograd"
   local parity=(tests/test_tts.py::test_greedy_codes_and_audio_match_reference
                 tests/test_tts.py::test_stream_matches_synthesize_and_reports_timings
                 tests/test_batch.py::test_golden_cases_inside_a_batch_match_the_reference
@@ -163,8 +163,8 @@ print("  ", d["level"], d["available"])' "$expected"
 }
 
 # The f32 products' NEON form against the x86-64 forms: the same seeded weights and columns, products
-# and convolutions of several shapes, made here and on arm64, must be equal bit for bit (one fused
-# multiply-add chain per output in a fixed order, on both).
+# and convolutions of several shapes (direct and in Winograd's form), made here and on arm64, must be
+# equal bit for bit (one fused multiply-add chain per output in a fixed order, on both).
 same_products_as_x86() {
   local host_python="$repo/.venv/bin/python" dir
   if [[ ! -x "$host_python" ]]; then
@@ -185,6 +185,10 @@ for t in ("f16", "bf16"):
         applied, _, in_place, _ = _native.compare_conv_fma(t, ch, rows, taps, dil, n, seed=rows)
         assert applied, (t, ch, rows)
         out[f"conv-{t}-{ch}-{rows}-{taps}-{dil}-{n}"] = in_place
+    for ch, rows, dil, period, frames in [(96, 96, 9, 1920, 1), (768, 768, 3, 32, 3), (32, 32, 9, 32, 2)]:
+        applied, _, whole, by_frame, _ = _native.compare_conv_winograd(t, ch, rows, dil, period, frames, seed=rows)
+        assert applied and np.array_equal(whole, by_frame), (t, ch, rows, dil)
+        out[f"winograd-{t}-{ch}-{rows}-{dil}-{period}-{frames}"] = whole
 np.savez(sys.argv[1], **out)'
   "$host_python" -c "$dump" "$dir/x86.npz"
   QEMU_CPU=max enter python -c "$dump" "$dir/arm64.npz"

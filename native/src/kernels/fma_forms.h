@@ -65,6 +65,8 @@ struct V {
     static F bcast(const float * p) { return _mm512_set1_ps(*p); }
     static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
     static F add(F a, F b) { return _mm512_add_ps(a, b); }
+    static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+    static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
     static void store(float * p, F v) { _mm512_storeu_ps(p, v); }
     template <typename T> static F widen(const T * p) {
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
@@ -103,6 +105,8 @@ struct V {
     static F bcast(const float * p) { return _mm256_set1_ps(*p); }
     static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
     static F add(F a, F b) { return _mm256_add_ps(a, b); }
+    static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
     static void store(float * p, F v) { _mm256_storeu_ps(p, v); }
     template <typename T> static F widen(const T * p) {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
@@ -153,6 +157,8 @@ struct V {
     static F bcast(const float * p) { return vld1q_dup_f32(p); }
     static F fmadd(F a, F b, F c) { return vfmaq_f32(c, a, b); }   // (fused: rounded once, as on x86)
     static F add(F a, F b) { return vaddq_f32(a, b); }
+    static F sub(F a, F b) { return vsubq_f32(a, b); }
+    static F mul(F a, F b) { return vmulq_f32(a, b); }
     static void store(float * p, F v) { vst1q_f32(p, v); }
     template <typename T> static F widen(const T * p) {
         const uint16x4_t h = vld1_u16(reinterpret_cast<const uint16_t *>(p));

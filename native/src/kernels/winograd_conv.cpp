@@ -34,22 +34,56 @@ constexpr float k_input_transform[k_winograd_points][k_winograd_points] = {
     {0, 36, 0, -205, 0, 273, 0, -120, 0, 16},
 };
 
-// A^T: output i takes point^i of each finite point, and the last output the infinite one.
-struct output_matrix {
-    float v[k_winograd_outputs][k_winograd_points];
-    constexpr output_matrix() : v{} {
-        for (int i = 0; i < k_winograd_outputs; ++i) {
-            for (int j = 0; j + 1 < k_winograd_points; ++j) {
-                double p = 1;
-                for (int e = 0; e < i; ++e) p *= k_points[j];
-                v[i][j] = float(p);   // (dyadic: exact)
+// The same rows as the tiles compute them (kernels/winograd_tiles.inc): rows 0 and 9 (the point 0
+// on the even inputs, infinity on the odd ones) share their constants; rows 2k+1 and 2k+2 (the
+// points +-a) share their even inputs' constants, and their odd inputs' differ in sign.
+struct input_rows {
+    float ends[5] = {}, even[4][4] = {}, odd[4][4] = {};
+    constexpr input_rows() {
+        for (int j = 0; j < 5; ++j) ends[j] = k_input_transform[0][2 * j];
+        for (int k = 0; k < 4; ++k) {
+            for (int j = 0; j < 4; ++j) {
+                even[k][j] = k_input_transform[2 * k + 1][2 * j + 2];
+                odd[k][j] = k_input_transform[2 * k + 1][2 * j + 1];
             }
-            v[i][k_winograd_points - 1] = i == k_winograd_outputs - 1 ? 1.0f : 0.0f;
+        }
+    }
+    // whether the transform has exactly that structure
+    constexpr bool holds() const {
+        for (int l = 0; l < k_winograd_points; ++l) {
+            const float end = l % 2 == 0 && l < 9 ? ends[l / 2] : 0.0f;
+            if (k_input_transform[0][l] != end) return false;
+            if (k_input_transform[k_winograd_points - 1][l] != (l % 2 == 1 ? ends[l / 2] : 0.0f)) return false;
+            for (int k = 0; k < 4; ++k) {
+                const float e = l % 2 == 0 && l >= 2 && l <= 8 ? even[k][l / 2 - 1] : 0.0f;
+                const float o = l % 2 == 1 && l <= 7 ? odd[k][l / 2] : 0.0f;
+                if (k_input_transform[2 * k + 1][l] != e + o || k_input_transform[2 * k + 2][l] != e - o) return false;
+            }
+        }
+        return true;
+    }
+};
+constexpr input_rows k_input_rows{};
+static_assert(k_input_rows.holds(), "the input transform's rows pair up by points +-a");
+constexpr const float (&k_end_rows)[5] = k_input_rows.ends;
+constexpr const float (&k_pair_even)[4][4] = k_input_rows.even;
+constexpr const float (&k_pair_odd)[4][4] = k_input_rows.odd;
+
+// A^T by pairs: the point +a of pair k is k_points[2k + 1] (its -a follows); a, a^2 and a^3
+// (dyadic: exact in f32); the first pair's a is 1
+struct pair_powers {
+    float v[4][3] = {};
+    constexpr pair_powers() {
+        for (int k = 0; k < 4; ++k) {
+            const double a = k_points[2 * k + 1];
+            v[k][0] = float(a), v[k][1] = float(a * a), v[k][2] = float(a * a * a);
         }
     }
 };
-constexpr output_matrix k_output_matrix{};
-constexpr const float (&k_output_transform)[k_winograd_outputs][k_winograd_points] = k_output_matrix.v;
+constexpr pair_powers k_powers{};
+constexpr const float (&k_pair_powers)[4][3] = k_powers.v;
+static_assert(k_points[1] == 1 && k_points[2] == -1 && k_points[3] == -k_points[4] && k_points[5] == -k_points[6] &&
+              k_points[7] == -k_points[8], "the points pair up as +-a, the first pair at 1");
 
 // G[xi][k]: point^k / row scale; the infinite point takes the last tap.
 double weight_transform(int xi, int k) {
