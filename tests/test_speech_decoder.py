@@ -235,18 +235,37 @@ def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted, tm
                       if s["name"].startswith("dec.tfm.blk.") and len(s["shape"]) == 2)
     assert transformer > 0 and launch_flops >= 2 * transformer * len(codes)
     # f16 and bf16 weights (Kazeia's f32-arithmetic and bf16 products where they apply, ggml's
-    # elsewhere) count the same products; f32 weights no fewer (its few-output convolutions, a
-    # sliding dot, are not counted)
+    # elsewhere) count the same products in the direct form; f32 weights no fewer (its few-output
+    # convolutions, a sliding dot, are not counted). Winograd's form counts the multiply-adds it does:
+    # fewer.
+    import os
+    import subprocess
+    import sys
     from kazeia.engine import convert
     from goldens import checkpoint_dir
-    counts = []
+    count = ("import sys, numpy as np\n"
+             "from kazeia.engine import open_model\n"
+             "from kazeia.engine.speech_decoder import SpeechDecoder, DecoderSession\n"
+             "s = DecoderSession(SpeechDecoder(open_model(sys.argv[1]), threads=1))\n"
+             "s.push(np.random.default_rng(3).integers(0, 2048, (4, 16)))\n"
+             "print(s.placement_report()['matmul_flops'])\n")
+    counts = {}
     for weights in ("f16", "bf16"):
         path = tmp_path / f"dec-{weights}.gguf"
         convert(checkpoint_dir("custom_voice"), path, out_type="f32", decoder_type=weights, progress=False)
-        s = DecoderSession(SpeechDecoder(open_model(path), threads=1))
-        s.push(codes)
-        counts.append(s.placement_report()["matmul_flops"])
-    assert counts[0] == counts[1] >= launch_flops
+        for form, env in (("", {}), (" direct", {"KAZEIA_NO_WINOGRAD": "1"})):
+            r = subprocess.run([sys.executable, "-c", count, str(path)], env={**os.environ, **env}, capture_output=True,
+                               text=True, timeout=300)
+            assert r.returncode == 0, r.stderr[-2000:]
+            counts[weights + form] = float(r.stdout.split()[-1])
+    assert counts["f16 direct"] == counts["bf16 direct"] >= launch_flops
+    kernels = active_kernels()
+    bf16_in_winograd = "winograd_conv" in kernels and "gemm_bf16" not in kernels   # (bf16 re-laid as f16)
+    assert counts["bf16"] == (counts["f16"] if bf16_in_winograd else counts["bf16 direct"])
+    if "winograd_conv" in kernels:
+        assert counts["f16"] < counts["f16 direct"], counts
+    else:
+        assert counts["f16"] == counts["f16 direct"], counts
 
 
 def test_bf16_decoder_products_match_ggml_and_do_not_depend_on_the_column_count():
