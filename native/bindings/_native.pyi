@@ -245,7 +245,7 @@ def compare_conv_fma(type: str, channels: typing.SupportsInt | typing.SupportsIn
     """
 def compare_conv_winograd(type: str, channels: typing.SupportsInt | typing.SupportsIndex, rows: typing.SupportsInt | typing.SupportsIndex, dilation: typing.SupportsInt | typing.SupportsIndex, period: typing.SupportsInt | typing.SupportsIndex, frames: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
-    A seven-tap causal convolution with random f16 or bf16 weights over frames x period outputs (after 6 x dilation of history), plus bias and residual: (applied?, the direct f32-product op, Winograd's F(4,7) form in one launch, the same one launch per frame, the exact sums in double), each [frames * period, rows]
+    A seven-tap causal convolution with random f16 or bf16 weights over frames x period outputs (after 9 x dilation of history), plus bias and residual: (applied?, the direct f32-product op, Winograd's F(4,7) form in one launch, the same one launch per frame, the exact sums in double), each [frames * period, rows]
     """
 def compare_gemm_bf16(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """

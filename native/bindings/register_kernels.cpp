@@ -113,7 +113,7 @@ void register_kernels(py::module_ & m) {
         return py::make_tuple(c.applied, as_array(c.direct, n), as_array(c.whole, n), as_array(c.by_frame, n),
                               as_array(c.exact, n));
     }, "A seven-tap causal convolution with random f16 or bf16 weights over frames x period outputs (after "
-       "6 x dilation of history), plus bias and residual: (applied?, the direct f32-product op, Winograd's F(4,7) "
+       "9 x dilation of history), plus bias and residual: (applied?, the direct f32-product op, Winograd's F(4,7) "
        "form in one launch, the same one launch per frame, the exact sums in double), each [frames * period, rows]",
        py::arg("type"), py::arg("channels"), py::arg("rows"), py::arg("dilation"), py::arg("period"), py::arg("frames"),
        py::arg("seed") = 0);

@@ -60,7 +60,7 @@ product_pair check_gemm_fma(const std::string & type, int64_t rows, int64_t cols
 product_pair check_conv_fma(const std::string & type, int64_t channels, int64_t rows, int taps, int dilation, int64_t n,
                             uint64_t seed);
 // A seven-tap causal convolution (the vocoder's) with random f16 or bf16 weights [rows][channels]
-// over `frames` frames of `period` columns after 6 x dilation of history, plus bias and residual:
+// over `frames` frames of `period` columns after 9 x dilation of history, plus bias and residual:
 // the direct f32-product op (`direct`), Winograd's form over all frames in one launch (`whole`) and
 // one launch per frame (`by_frame`: must equal `whole` bit for bit), and the exact sums in double
 // of the same rounded weights and input (`exact`); each [frames * period][rows]. applied: the form

@@ -117,7 +117,7 @@ struct speech_decoder_session::impl {
     std::vector<state_shape> state_shapes() const {
         std::vector<state_shape> s;
         auto conv_ctx = [&](const conv_w & c, ggml_type type = GGML_TYPE_F32) {
-            if (c.k > 1) s.push_back({c.c_in, int64_t(c.k - 1) * c.dilation, type});
+            if (c.k > 1) s.push_back({c.c_in, conv_history(c), type});
         };
         conv_ctx(W.pre_conv);
         const int64_t kv_dim = int64_t(hp.tfm.n_kv_heads) * hp.tfm.head_dim;
@@ -193,7 +193,12 @@ struct speech_decoder_session::impl {
     // What a convolution reads: bf16 where Kazeia's bf16 product reads its input in place (the
     // snake before it writes bf16, the values the product would round its columns to anyway).
     ggml_type input_type(const conv_w & c) const {
-        return !standard_ops && conv_bf16_applies(c.weight, c.c_in) ? GGML_TYPE_BF16 : GGML_TYPE_F32;
+        return !standard_ops && c.weight && conv_bf16_applies(c.weight, c.c_in) ? GGML_TYPE_BF16 : GGML_TYPE_F32;
+    }
+
+    // the input columns a convolution looks back at (Winograd's form: 3 dilations more)
+    static int64_t conv_history(const conv_w & c) {
+        return c.winograd ? winograd_history(c.dilation) : int64_t(c.k - 1) * c.dilation;
     }
     ggml_type input_type(const tconv_w & c) const {
         return !standard_ops && conv_bf16_applies(c.w, c.c_in) ? GGML_TYPE_BF16 : GGML_TYPE_F32;
@@ -202,23 +207,28 @@ struct speech_decoder_session::impl {
     // causal conv over [history ++ x], plus `residual` where given. With bf16 weights on the CPU one
     // op reads the taps where they lie (bf16 input in place) and adds bias and residual as it stores;
     // seven-tap f16 weights in Winograd's form over the f32 products, tiled frame by frame (x holds
-    // whole frames of launch_frames); other
-    // f16 weights (bf16 on CPUs without AVX-512 BF16) the same in f32 arithmetic over f32 input;
+    // launch_frames whole frames); other f16 weights (bf16 on CPUs without AVX-512 BF16) as the
+    // bf16 ones, in f32 arithmetic over f32 input;
     // f32 weights with few outputs (the last conv) get a plain sliding dot; else im2col and one
     // product whose contraction runs over all taps and channels (kernel rearranged tap-major at load)
     ggml_tensor * causal_conv(graph_ctx & g, const conv_w & c, ggml_tensor * x, ggml_tensor * residual = nullptr) {
+        const int64_t history = conv_history(c);
+        if (c.winograd) {   // (weights laid out at load: the CPU's graph)
+            if (standard_ops || x->type != GGML_TYPE_F32 || x->ne[1] % launch_frames != 0) {
+                throw std::logic_error("speech decoder: a Winograd convolution over input it cannot tile");
+            }
+            const int64_t period = x->ne[1] / launch_frames;
+            ggml_tensor * xc = with_history(g, x, history);
+            if (c.bias->type == GGML_TYPE_F32) return conv_winograd(g.ctx, c.winograd, xc, c.dilation, period, c.bias, residual);
+            ggml_tensor * y = ggml_add(g.ctx, conv_winograd(g.ctx, c.winograd, xc, c.dilation, period, nullptr), c.bias);
+            return residual ? ggml_add(g.ctx, residual, y) : y;
+        }
         ggml_tensor * w2d = ggml_reshape_2d(g.ctx, c.weight, int64_t(c.k) * c.c_in, c.c_out);
-        const int64_t history = int64_t(c.k - 1) * c.dilation;
         ggml_tensor * y;
         if (x->type == GGML_TYPE_BF16 || (!standard_ops && conv_bf16_applies(c.weight, c.c_in))) {
             ggml_tensor * xc = with_history(g, x, history);
             if (c.bias->type == GGML_TYPE_F32) return conv_bf16(g.ctx, c.weight, xc, c.dilation, c.bias, residual);
             y = conv_bf16(g.ctx, c.weight, xc, c.dilation);
-        } else if (!standard_ops && c.winograd && x->type == GGML_TYPE_F32 && x->ne[1] % launch_frames == 0) {
-            ggml_tensor * xc = with_history(g, x, history);
-            const int64_t period = x->ne[1] / launch_frames;
-            if (c.bias->type == GGML_TYPE_F32) return conv_winograd(g.ctx, c.winograd, c.weight, xc, c.dilation, period, c.bias, residual);
-            y = conv_winograd(g.ctx, c.winograd, c.weight, xc, c.dilation, period, nullptr);
         } else if (!standard_ops && conv_fma_applies(c.weight, c.c_in)) {   // f16 weights: f32 input in place
             ggml_tensor * xc = with_history(g, x, history);
             if (c.bias->type == GGML_TYPE_F32) return conv_fma(g.ctx, c.weight, xc, c.dilation, c.bias, residual);

@@ -113,15 +113,18 @@ conv_w speech_decoder::weights::bind_conv(const std::string & name, int dilation
     c.c_in = int(src->ne[1]);
     c.c_out = int(src->ne[2]);
     c.dilation = dilation;
-    c.weight = derive(name + ".tap_major", src, {c.c_in, c.k, c.c_out}, {1, 0, 2}, true);
+    c.bias = mat(name + ".bias");
     const ggml_type type = relaid_type(src);
     if (in_panels(type, int64_t(c.k) * c.c_in, c.c_out) && winograd_applies(type, c.k, c.c_in, c.c_out)) {
+        // (then only the transformed weights are kept: every output comes from a tile)
+        replaced.push_back(src);
         c.winograd = derived.add(name + ".winograd", GGML_TYPE_F32, {c.c_in, c.c_out, k_winograd_points},
                                  [src, c](std::vector<uint8_t> & out) {
                                      out = winograd_weights(tensor_bytes(src), src->type, c.c_in, c.c_out);
                                  });
+        return c;
     }
-    c.bias = mat(name + ".bias");
+    c.weight = derive(name + ".tap_major", src, {c.c_in, c.k, c.c_out}, {1, 0, 2}, true);
     return c;
 }
 

@@ -16,8 +16,8 @@ namespace kazeia {
 namespace decoder_parts {
 
 struct conv_w {           // causal conv: weight tap-major, ne [Cin, K, Cout], bias [Cout]
-    ggml_tensor * weight = nullptr;
-    ggml_tensor * winograd = nullptr;   // where that form applies: its weights (kernels/winograd_conv.h)
+    ggml_tensor * weight = nullptr;     // (none where the Winograd form applies)
+    ggml_tensor * winograd = nullptr;   // where that form applies: its weights instead (kernels/winograd_conv.h)
     ggml_tensor * bias = nullptr;
     int k = 1, dilation = 1, c_in = 0, c_out = 0;
 };

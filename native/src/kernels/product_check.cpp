@@ -358,7 +358,9 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
     winograd_check out;
     out.applied = winograd_applies(type, taps, channels, rows);
     if (!out.applied) return out;
-    const int64_t n = frames * period, history = int64_t(taps - 1) * dilation, length = n + history;
+    // (the signal holds Winograd's history; the direct form reads its last 6 dilations)
+    const int64_t n = frames * period, history = winograd_history(dilation), length = n + history;
+    const int64_t unread = history - int64_t(taps - 1) * dilation;
     std::mt19937_64 gen(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     // weights as the file holds them, [rows][channels][taps], rounded to the type; input; bias; residual
@@ -407,14 +409,14 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
         ggml_set_input(rt);
         ggml_tensor * y = nullptr;
         if (way == 0) {
-            y = conv_fma(g, wt, xt, dilation, bt, rt);
+            y = conv_fma(g, wt, ggml_view_2d(g, xt, channels, length - unread, xt->nb[1], unread * xt->nb[1]), dilation, bt, rt);
         } else if (way == 1) {
-            y = conv_winograd(g, ut, wt, xt, dilation, period, bt, rt);
+            y = conv_winograd(g, ut, xt, dilation, period, bt, rt);
         } else {
             for (int64_t f = 0; f < frames; ++f) {
                 ggml_tensor * xf = ggml_view_2d(g, xt, channels, period + history, xt->nb[1], f * period * xt->nb[1]);
                 ggml_tensor * rf = ggml_view_2d(g, rt, rows, period, rt->nb[1], f * period * rt->nb[1]);
-                ggml_tensor * yf = conv_winograd(g, ut, wt, xf, dilation, period, bt, rf);
+                ggml_tensor * yf = conv_winograd(g, ut, xf, dilation, period, bt, rf);
                 y = y ? ggml_concat(g, y, yf, 1) : yf;
             }
         }
@@ -437,7 +439,8 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
             double s = 0;
             for (int64_t c = 0; c < channels; ++c) {
                 for (int k = 0; k < taps; ++k) {
-                    s += double(w[size_t((r * channels + c) * taps + k)]) * double(x[size_t((t + k * dilation) * channels + c)]);
+                    s += double(w[size_t((r * channels + c) * taps + k)]) *
+                         double(x[size_t((t + unread + k * dilation) * channels + c)]);
                 }
             }
             out.exact[size_t(t * rows + r)] = float(s + double(bias[size_t(r)]) + double(residual[size_t(t * rows + r)]));

@@ -126,12 +126,12 @@ const winograd_pattern & winograd_pattern_of(int64_t period, int64_t dilation) {
         slot->period = period;
         slot->dilation = dilation;
         for (int64_t r = 0; r < std::min(period, dilation); ++r) {
-            const int64_t count = (period - r + dilation - 1) / dilation, whole = count / k_winograd_outputs * k_winograd_outputs;
-            for (int64_t j = 0; j < whole; j += k_winograd_outputs) slot->tiles.push_back(r + j * dilation);
-            for (int64_t j = whole; j < count; ++j) slot->singles.push_back(r + j * dilation);
+            const int64_t count = (period - r + dilation - 1) / dilation;
+            const int64_t tiles = (count + k_winograd_outputs - 1) / k_winograd_outputs;
+            const int64_t first = r + (count - tiles * k_winograd_outputs) * dilation;   // (before the frame where < 0)
+            for (int64_t j = 0; j < tiles; ++j) slot->tiles.push_back(first + j * k_winograd_outputs * dilation);
         }
         std::sort(slot->tiles.begin(), slot->tiles.end());   // (in time order: the input tiles overlap in cache)
-        std::sort(slot->singles.begin(), slot->singles.end());
     }
     return *slot;
 }
@@ -150,98 +150,72 @@ void tile_in(const float * x, int64_t step, int64_t channels, float * out, int64
 }
 
 void tile_out(const float * m, int64_t m_step, int64_t rows, const float * bias, const float * residual, float * y,
-              int64_t y_step) {
+              int64_t y_step, int skip) {
 #ifdef KAZEIA_X86
-    if (form_lanes() == avx512::V::lanes) return avx512::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step);
-    avx2::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step);
+    if (form_lanes() == avx512::V::lanes) return avx512::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step, skip);
+    avx2::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step, skip);
 #else
-    neon::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step);
+    neon::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step, skip);
 #endif
 }
 
-void single_out(const float * m, int64_t rows, const float * bias, const float * residual, float * y) {
-#ifdef KAZEIA_X86
-    if (form_lanes() == avx512::V::lanes) return avx512::winograd_single_out(m, rows, bias, residual, y);
-    avx2::winograd_single_out(m, rows, bias, residual, y);
-#else
-    neon::winograd_single_out(m, rows, bias, residual, y);
-#endif
-}
-
-// A launch's tiles and singles: the pattern repeated over its frames.
+// A launch's tiles: the pattern repeated over its frames.
 struct launch_plan {
     const winograd_pattern & p;
     int64_t frames;
     int64_t tiles() const { return frames * int64_t(p.tiles.size()); }
-    int64_t singles() const { return frames * int64_t(p.singles.size()); }
+    // tile t's first output, from the launch's first output (its frame's start plus its place)
     int64_t tile_at(int64_t t) const {
         const int64_t per = int64_t(p.tiles.size());
         return t / per * p.period + p.tiles[size_t(t % per)];
     }
-    int64_t single_at(int64_t s) const {
-        const int64_t per = int64_t(p.singles.size());
-        return s / per * p.period + p.singles[size_t(s % per)];
+    // how many of tile t's first outputs lie before its frame (and are not kept)
+    int64_t outside(int64_t t) const {
+        const int64_t place = p.tiles[size_t(t % int64_t(p.tiles.size()))];
+        return place < 0 ? (-place + p.dilation - 1) / p.dilation : 0;
     }
 };
 
 const winograd_pattern & pattern_of(void * userdata) { return *static_cast<const winograd_pattern *>(userdata); }
 
-// src: [x]; dst [channels, 10 * tiles + 7 * singles]: the transformed tiles, point after point
-// (point xi's columns contiguous), then the singles' columns as im2col (taps in order)
+// src: [x]; dst [channels, 10 * tiles]: the transformed tiles, point after point (point xi's
+// columns contiguous). A tile's outputs start at launch column `at`, its inputs at x's column
+// at + 3 dilations (x holds 9 dilations of history, its first tap reads 6 back).
 void input_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
     const winograd_pattern & p = pattern_of(userdata);
     const ggml_tensor * x = dst->src[0];
-    const int64_t channels = x->ne[0], n = x->ne[1] - (k_winograd_taps - 1) * p.dilation;
+    const int64_t channels = x->ne[0], n = x->ne[1] - winograd_history(p.dilation);
     const launch_plan plan{p, n / p.period};
-    const auto * in = static_cast<const float *>(x->data);
+    const auto * in = static_cast<const float *>(x->data) + (k_winograd_outputs - 1) * p.dilation * channels;
     auto * out = static_cast<float *>(dst->data);
-    const int64_t tiles = plan.tiles(), singles = plan.singles(), step = p.dilation * channels;
+    const int64_t tiles = plan.tiles(), step = p.dilation * channels;
     for (int64_t t = tiles * ith / nth; t < tiles * (ith + 1) / nth; ++t) {
         tile_in(in + plan.tile_at(t) * channels, step, channels, out + t * channels, tiles * channels);
     }
-    float * cols = out + k_winograd_points * tiles * channels;
-    for (int64_t s = singles * ith / nth; s < singles * (ith + 1) / nth; ++s) {
-        const float * from = in + plan.single_at(s) * channels;
-        for (int k = 0; k < k_winograd_taps; ++k) {
-            std::memcpy(cols + (s * k_winograd_taps + k) * channels, from + k * step, size_t(channels) * sizeof(float));
-        }
-    }
 }
 
-// a weight tensor as one launch reads it: [k, rows] at `data`
-ggml_tensor launch_weight(const ggml_tensor * w, int64_t k, int64_t rows, const void * data) {
-    ggml_tensor t = *w;
-    t.ne[0] = k, t.ne[1] = rows, t.ne[2] = t.ne[3] = 1;
-    t.nb[1] = t.nb[0] * k, t.nb[2] = t.nb[3] = t.nb[1] * rows;
-    t.data = const_cast<void *>(data);
+// U's matrix for point xi as one launch of the f32 products reads it: [channels, rows], laid out
+ggml_tensor matrix_of(const ggml_tensor * u, int xi) {
+    ggml_tensor t = *u;
+    t.ne[2] = 1;
+    t.nb[3] = t.nb[2];
+    t.data = static_cast<char *>(u->data) + xi * u->nb[2];
     return t;
 }
 
-// src: [u, w, transformed input]; dst [rows, 10 * tiles + singles]: point xi's products of the
-// tiles, then the singles' direct products (no bias)
-void product_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
-    const winograd_pattern & p = pattern_of(userdata);
+// src: [u, transformed input]; dst [rows, 10 * tiles]: point xi's products of the tiles
+void product_op(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * u = dst->src[0];
-    const ggml_tensor * w = dst->src[1];
-    const ggml_tensor * in = dst->src[2];
-    const int64_t channels = u->ne[0], rows = u->ne[1];
-    const int64_t singles = (in->ne[1] - dst->ne[1]) / (k_winograd_taps - 1), tiles = (dst->ne[1] - singles) / k_winograd_points;
+    const ggml_tensor * in = dst->src[1];
+    const int64_t channels = u->ne[0], rows = u->ne[1], tiles = dst->ne[1] / k_winograd_points;
     const auto * cols = static_cast<const float *>(in->data);
     auto * y = static_cast<float *>(dst->data);
     for (int xi = 0; xi < k_winograd_points; ++xi) {
-        const ggml_tensor uxi = launch_weight(u, channels, rows, static_cast<const float *>(u->data) + xi * rows * channels);
+        const ggml_tensor uxi = matrix_of(u, xi);
         launch_share({&uxi, {cols + xi * tiles * channels, channels, 0, 1, channels}, {nullptr, nullptr},
                       y + xi * tiles * rows, tiles, true},
                      ith, nth);
     }
-    if (singles) {
-        const int64_t k = k_winograd_taps * channels;
-        const ggml_tensor wd = launch_weight(w, k, rows, w->data);
-        launch_share({&wd, {cols + k_winograd_points * tiles * channels, k, 0, 1, k}, {nullptr, nullptr},
-                      y + k_winograd_points * tiles * rows, singles, true},
-                     ith, nth);
-    }
-    (void)p;
 }
 
 // src: [products, bias?, residual?]; dst [rows, n]
@@ -250,19 +224,15 @@ void output_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
     const ggml_tensor * m = dst->src[0];
     const int64_t rows = dst->ne[0], n = dst->ne[1];
     const launch_plan plan{p, n / p.period};
-    const int64_t tiles = plan.tiles(), singles = plan.singles();
+    const int64_t tiles = plan.tiles();
     const auto * prods = static_cast<const float *>(m->data);
     const float * bias = dst->src[1] ? static_cast<const float *>(dst->src[1]->data) : nullptr;
     const float * residual = dst->src[2] ? static_cast<const float *>(dst->src[2]->data) : nullptr;
     auto * y = static_cast<float *>(dst->data);
     for (int64_t t = tiles * ith / nth; t < tiles * (ith + 1) / nth; ++t) {
-        const int64_t at = plan.tile_at(t) * rows;
-        tile_out(prods + t * rows, tiles * rows, rows, bias, residual ? residual + at : nullptr, y + at, p.dilation * rows);
-    }
-    const float * direct = prods + k_winograd_points * tiles * rows;
-    for (int64_t s = singles * ith / nth; s < singles * (ith + 1) / nth; ++s) {
-        const int64_t at = plan.single_at(s) * rows;
-        single_out(direct + s * rows, rows, bias, residual ? residual + at : nullptr, y + at);
+        const int64_t skip = plan.outside(t), at = (plan.tile_at(t) + skip * p.dilation) * rows;   // the first kept
+        tile_out(prods + t * rows, tiles * rows, rows, bias, residual ? residual + at : nullptr, y + at, p.dilation * rows,
+                 int(skip));
     }
 }
 
@@ -326,28 +296,27 @@ std::vector<uint8_t> winograd_weights(const std::vector<uint8_t> & file_bytes, g
 #endif
 }
 
-ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * w, ggml_tensor * x, int dilation,
-                            int64_t period, ggml_tensor * bias, ggml_tensor * residual) {
+ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * x, int dilation, int64_t period,
+                            ggml_tensor * bias, ggml_tensor * residual) {
 #ifdef KAZEIA_FMA_PRODUCTS
-    const int64_t channels = u->ne[0], rows = u->ne[1];
-    const int64_t n = x->ne[1] - int64_t(k_winograd_taps - 1) * dilation;
+    const int64_t channels = u->ne[0], rows = u->ne[1], n = x->ne[1] - winograd_history(dilation);
     GGML_ASSERT(x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] == channels && u->type == GGML_TYPE_F32 &&
-                u->ne[2] == k_winograd_points && ggml_nelements(w) == rows * channels * k_winograd_taps);
+                u->ne[2] == k_winograd_points);
     GGML_ASSERT(period > 0 && n > 0 && n % period == 0 && (!residual || bias));
     const winograd_pattern & p = winograd_pattern_of(period, dilation);
-    void * plan = const_cast<winograd_pattern *>(&p);
-    const int64_t frames = n / period, tiles = frames * int64_t(p.tiles.size()), singles = frames * int64_t(p.singles.size());
+    void * pattern = const_cast<winograd_pattern *>(&p);
+    const int64_t tiles = n / period * int64_t(p.tiles.size());
     ggml_tensor * in_args[] = {x};
-    ggml_tensor * in = ggml_custom_4d(ctx, GGML_TYPE_F32, channels, k_winograd_points * tiles + k_winograd_taps * singles, 1, 1,
-                                      in_args, 1, input_op, GGML_N_TASKS_MAX, plan);
-    ggml_tensor * prod_args[] = {u, w, in};
-    ggml_tensor * prods = ggml_custom_4d(ctx, GGML_TYPE_F32, rows, k_winograd_points * tiles + singles, 1, 1, prod_args, 3,
-                                         product_op, GGML_N_TASKS_MAX, plan);
+    ggml_tensor * in = ggml_custom_4d(ctx, GGML_TYPE_F32, channels, k_winograd_points * tiles, 1, 1, in_args, 1, input_op,
+                                      GGML_N_TASKS_MAX, pattern);
+    ggml_tensor * prod_args[] = {u, in};
+    ggml_tensor * prods = ggml_custom_4d(ctx, GGML_TYPE_F32, rows, k_winograd_points * tiles, 1, 1, prod_args, 2, product_op,
+                                         GGML_N_TASKS_MAX, nullptr);
     ggml_tensor * out_args[] = {prods, bias, residual};
     return ggml_custom_4d(ctx, GGML_TYPE_F32, rows, n, 1, 1, out_args, residual ? 3 : bias ? 2 : 1, output_op,
-                          GGML_N_TASKS_MAX, plan);
+                          GGML_N_TASKS_MAX, pattern);
 #else
-    (void)ctx, (void)u, (void)w, (void)x, (void)dilation, (void)period, (void)bias, (void)residual;
+    (void)ctx, (void)u, (void)x, (void)dilation, (void)period, (void)bias, (void)residual;
     return nullptr;
 #endif
 }
@@ -378,10 +347,7 @@ int64_t winograd_product_macs(const ggml_tensor * t) {
 #else
     return 0;
 #endif
-    const ggml_tensor * u = t->src[0];
-    const int64_t columns = t->ne[1];   // 10 per tile, 1 per single (whose product takes 7 taps)
-    const int64_t singles = (t->src[2]->ne[1] - columns) / (k_winograd_taps - 1);
-    return (columns - singles + singles * k_winograd_taps) * u->ne[0] * u->ne[1];
+    return t->ne[1] * t->src[0]->ne[0] * t->src[0]->ne[1];   // (10 columns a tile, each a full product)
 }
 
 }  // namespace kazeia

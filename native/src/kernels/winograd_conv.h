@@ -8,8 +8,10 @@
 // order and ~75 dB for rounding the weights to f16 at all.
 //
 // Streaming stays exact: which outputs share a tile depends only on their place in their frame
-// (`period` columns at that point of the vocoder), never on how many frames a launch holds, and the
-// outputs no whole tile of a frame covers are computed directly, as the direct form computes them.
+// (`period` columns at that point of the vocoder), never on how many frames a launch holds. A
+// frame's tiles end at its last outputs; a first tile that would not fill starts up to three
+// dilations before the frame and keeps only its outputs inside it, so the convolution keeps
+// 9 dilations of input history where the direct form keeps 6.
 // The transforms are V's multiply-adds in a fixed order and the products are the f32 products'
 // (kernels/gemm_fma.h): the same bits in every form (AVX-512, AVX2, NEON) and for any thread count.
 // KAZEIA_NO_WINOGRAD=1 keeps the direct form (to measure against).
@@ -26,19 +28,21 @@ constexpr int k_winograd_taps = 7;
 constexpr int k_winograd_outputs = 4;
 constexpr int k_winograd_points = k_winograd_taps + k_winograd_outputs - 1;   // 10
 
-// Which outputs of one frame of `period` columns share a tile: for each residue modulo `dilation`
-// the outputs in frame order, four by four; fewer than four left over are computed directly.
+// The input history this form reads before a launch's first output: 9 dilations.
+constexpr int64_t winograd_history(int64_t dilation) { return (k_winograd_taps - 1 + k_winograd_outputs - 1) * dilation; }
+
+// Which outputs of one frame of `period` columns share a tile: for each residue modulo `dilation`,
+// that residue's outputs four by four, counted back from the frame's end.
 struct winograd_pattern {
     int64_t period = 0, dilation = 1;
-    std::vector<int64_t> tiles;     // a tile's first output (its others: + i * dilation), within the frame
-    std::vector<int64_t> singles;   // outputs computed directly, within the frame
+    std::vector<int64_t> tiles;   // a tile's first output (its others: + i * dilation) from the frame's start (>= -3 dilations)
 };
 // the pattern of (period, dilation), made once per process
 const winograd_pattern & winograd_pattern_of(int64_t period, int64_t dilation);
 
 // Whether a causal convolution with weights of `type` [rows][taps * channels] (tap-major) gets this
 // form in this process: seven taps, the f32 products' shapes (kernels/gemm_fma.h) on this CPU, not
-// switched off. (The caller also needs its weights laid out at load.)
+// switched off.
 bool winograd_applies(ggml_type type, int taps, int64_t channels, int64_t rows);
 
 // U for weights of `type` (f16 or bf16) as the file stores them, [rows][channels][taps] (taps
@@ -46,14 +50,13 @@ bool winograd_applies(ggml_type type, int taps, int64_t channels, int64_t rows);
 std::vector<uint8_t> winograd_weights(const std::vector<uint8_t> & file_bytes, ggml_type type, int64_t channels,
                                       int64_t rows);
 
-// The convolution over x f32 [channels, n + 6 * dilation] (input with its history): u f32
-// [channels, rows, 10] from winograd_weights, w the same weights tap-major [channels, 7, rows] laid
-// out in panels (for the outputs no tile covers); n a multiple of `period`. Plus bias [rows] and
+// The convolution over x f32 [channels, winograd_history(dilation) + n] (input with its history),
+// u f32 [channels, rows, 10] from winograd_weights; n a multiple of `period`. Plus bias [rows] and
 // then residual [rows, n] where given, in the order of separate ggml adds. -> f32 [rows, n].
-ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * w, ggml_tensor * x, int dilation,
-                            int64_t period, ggml_tensor * bias, ggml_tensor * residual = nullptr);
+ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * x, int dilation, int64_t period,
+                            ggml_tensor * bias, ggml_tensor * residual = nullptr);
 
-// Whether a graph node is one of this form's three steps (transforms in, products, transform out),
+// Whether a graph node is one of this form's three steps (transform in, products, transform out),
 // and the multiply-adds of its products (0 for the other steps and any other node).
 bool is_winograd_op(const ggml_tensor * t);
 int64_t winograd_product_macs(const ggml_tensor * t);
