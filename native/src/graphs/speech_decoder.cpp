@@ -219,7 +219,9 @@ struct speech_decoder_session::impl {
             }
             const int64_t period = x->ne[1] / launch_frames;
             ggml_tensor * xc = with_history(g, x, history);
-            if (c.bias->type == GGML_TYPE_F32) return conv_winograd(g.ctx, c.winograd, xc, c.dilation, period, c.bias, residual);
+            if (c.bias->type == GGML_TYPE_F32) {
+                return conv_winograd(g.ctx, c.winograd, xc, c.dilation, period, c.bias, residual);
+            }
             ggml_tensor * y = ggml_add(g.ctx, conv_winograd(g.ctx, c.winograd, xc, c.dilation, period, nullptr), c.bias);
             return residual ? ggml_add(g.ctx, residual, y) : y;
         }

@@ -382,7 +382,8 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
     for (int64_t r = 0; r < rows; ++r) {
         for (int64_t c = 0; c < channels; ++c) {
             for (int k = 0; k < taps; ++k) {
-                std::memcpy(tap_major.data() + 2 * ((r * taps + k) * channels + c), file.data() + 2 * ((r * channels + c) * taps + k), 2);
+                std::memcpy(tap_major.data() + 2 * ((r * taps + k) * channels + c),
+                            file.data() + 2 * ((r * channels + c) * taps + k), 2);
             }
         }
     }
@@ -409,7 +410,8 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
         ggml_set_input(rt);
         ggml_tensor * y = nullptr;
         if (way == 0) {
-            y = conv_fma(g, wt, ggml_view_2d(g, xt, channels, length - unread, xt->nb[1], unread * xt->nb[1]), dilation, bt, rt);
+            ggml_tensor * direct_input = ggml_view_2d(g, xt, channels, length - unread, xt->nb[1], unread * xt->nb[1]);
+            y = conv_fma(g, wt, direct_input, dilation, bt, rt);
         } else if (way == 1) {
             y = conv_winograd(g, ut, xt, dilation, period, bt, rt);
         } else {

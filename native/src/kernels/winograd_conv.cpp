@@ -241,8 +241,9 @@ void output_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
 
 bool winograd_applies(ggml_type type, int taps, int64_t channels, int64_t rows) {
 #ifdef KAZEIA_FMA_PRODUCTS
-    return taps == k_winograd_taps && !measurement_switches_in_force().no_winograd && fma_panels_apply(type, int64_t(taps) * channels, rows) &&
-           channels % 16 == 0;
+    // (whole registers of channels in every form: the transforms have no tail)
+    return taps == k_winograd_taps && channels % 16 == 0 && !measurement_switches_in_force().no_winograd &&
+           fma_panels_apply(type, int64_t(taps) * channels, rows);
 #else
     (void)type, (void)taps, (void)channels, (void)rows;
     return false;
@@ -325,7 +326,8 @@ namespace {
 
 ggml_custom_op_t custom_function(const ggml_tensor * t) {
     ggml_custom_op_t fun = nullptr;
-    if (t->op == GGML_OP_CUSTOM) std::memcpy(&fun, t->op_params, sizeof fun);   // (ggml_custom_4d's parameters begin with it)
+    // (ggml_custom_4d's parameters begin with the function)
+    if (t->op == GGML_OP_CUSTOM) std::memcpy(&fun, t->op_params, sizeof fun);
     return fun;
 }
 

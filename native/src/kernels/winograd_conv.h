@@ -35,7 +35,8 @@ constexpr int64_t winograd_history(int64_t dilation) { return (k_winograd_taps -
 // that residue's outputs four by four, counted back from the frame's end.
 struct winograd_pattern {
     int64_t period = 0, dilation = 1;
-    std::vector<int64_t> tiles;   // a tile's first output (its others: + i * dilation) from the frame's start (>= -3 dilations)
+    // a tile's first output (its others: + i * dilation) from the frame's start (>= -3 dilations)
+    std::vector<int64_t> tiles;
 };
 // the pattern of (period, dilation), made once per process
 const winograd_pattern & winograd_pattern_of(int64_t period, int64_t dilation);
