@@ -336,21 +336,23 @@ def test_f32_products_match_ggml_and_do_not_depend_on_the_column_count(weights):
 def test_winograd_convolutions_tile_every_frame_alike(weights):
     """The seven-tap convolutions in Winograd's F(4, 7) form: which outputs share a tile depends
     only on their place in their frame, so one launch over several frames equals one launch per
-    frame bit for bit (streaming stays exact); each convolution lands within ~20 dB of the direct
-    f32 products' rounding and >= 100 dB from the exact sums of the same weights, at the vocoder's
-    shapes (a frame is 4 columns at its input conv, 32 / 160 / 640 / 1920 in blocks 1-4; the
-    outputs a frame's tiles leave over are computed directly)."""
+    frame bit for bit (streaming stays exact), and the steps done a group of tiles at a time in
+    cache (small convolutions) equal the three separate ops; each convolution lands within ~20 dB
+    of the direct f32 products' rounding and >= 100 dB from the exact sums of the same weights, at
+    the vocoder's shapes (a frame is 4 columns at its input conv, 32 / 160 / 640 / 1920 in blocks
+    1-4)."""
     active = "winograd_conv" in active_kernels()
     for channels, rows, dilation, period, frames in [(768, 768, 9, 32, 3), (384, 384, 3, 160, 2), (192, 192, 1, 640, 1),
                                                      (96, 96, 9, 1920, 1), (1024, 1536, 1, 4, 5), (48, 64, 1, 4, 9),
                                                      (32, 32, 9, 32, 4), (16, 16, 3, 160, 2)]:
-        applied, direct, whole, by_frame, exact = _native.compare_conv_winograd(weights, channels, rows, dilation, period,
-                                                                                frames, seed=rows + dilation)
+        applied, direct, whole, by_frame, separate, exact = _native.compare_conv_winograd(
+            weights, channels, rows, dilation, period, frames, seed=rows + dilation)
         assert applied == active
         if not applied:
             pytest.skip("Winograd's form runs over the f32 products (AVX2 or NEON)" + at_cpu_level())
-        assert whole.shape == by_frame.shape == direct.shape == exact.shape == (frames * period, rows)
+        assert whole.shape == by_frame.shape == direct.shape == separate.shape == exact.shape == (frames * period, rows)
         assert np.array_equal(whole, by_frame), (channels, dilation, period)
+        assert np.array_equal(whole, separate), (channels, dilation, period)   # in cache or not: the same steps
         assert not np.array_equal(whole, direct)
         ours, theirs = snr_db(exact, whole), snr_db(exact, direct)
         assert ours >= 100 and theirs - ours <= 25, (channels, dilation, period, ours, theirs)

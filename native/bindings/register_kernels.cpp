@@ -111,10 +111,11 @@ void register_kernels(py::module_ & m) {
         const winograd_check c = released([&] { return check_conv_winograd(type, channels, rows, dilation, period, frames, seed); });
         const int64_t n = frames * period;
         return py::make_tuple(c.applied, as_array(c.direct, n), as_array(c.whole, n), as_array(c.by_frame, n),
-                              as_array(c.exact, n));
+                              as_array(c.separate, n), as_array(c.exact, n));
     }, "A seven-tap causal convolution with random f16 or bf16 weights over frames x period outputs (after "
        "9 x dilation of history), plus bias and residual: (applied?, the direct f32-product op, Winograd's F(4,7) "
-       "form in one launch, the same one launch per frame, the exact sums in double), each [frames * period, rows]",
+       "form in one launch, the same one launch per frame, the same in three separate ops over all tiles, the "
+       "exact sums in double), each [frames * period, rows]",
        py::arg("type"), py::arg("channels"), py::arg("rows"), py::arg("dilation"), py::arg("period"), py::arg("frames"),
        py::arg("seed") = 0);
     m.def("compare_batch_columns", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {

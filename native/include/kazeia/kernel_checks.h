@@ -62,12 +62,13 @@ product_pair check_conv_fma(const std::string & type, int64_t channels, int64_t 
 // A seven-tap causal convolution (the vocoder's) with random f16 or bf16 weights [rows][channels]
 // over `frames` frames of `period` columns after 9 x dilation of history, plus bias and residual:
 // the direct f32-product op (`direct`), Winograd's form over all frames in one launch (`whole`) and
-// one launch per frame (`by_frame`: must equal `whole` bit for bit), and the exact sums in double
+// one launch per frame (`by_frame`: must equal `whole` bit for bit), the three steps as separate ops
+// over all tiles (`separate`: equal too, where `whole` keeps its tiles in cache), and the exact sums in double
 // of the same rounded weights and input (`exact`); each [frames * period][rows]. applied: the form
 // runs on this CPU at the level in force.
 struct winograd_check {
     bool applied = false;
-    std::vector<float> direct, whole, by_frame, exact;
+    std::vector<float> direct, whole, by_frame, separate, exact;
 };
 winograd_check check_conv_winograd(const std::string & type, int64_t channels, int64_t rows, int dilation, int64_t period,
                                    int64_t frames, uint64_t seed);

@@ -402,7 +402,7 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
     mark_fma_panels(wt);
 
     graph_runner runner(std::make_shared<thread_pool>(2));
-    for (int way = 0; way < 3; ++way) {
+    for (int way = 0; way < 4; ++way) {
         ggml_context * g = runner.begin();
         ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, channels, length);
         ggml_tensor * rt = ggml_new_tensor_2d(g, GGML_TYPE_F32, rows, n);
@@ -414,6 +414,8 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
             y = conv_fma(g, wt, direct_input, dilation, bt, rt);
         } else if (way == 1) {
             y = conv_winograd(g, ut, xt, dilation, period, bt, rt);
+        } else if (way == 3) {
+            y = conv_winograd(g, ut, xt, dilation, period, bt, rt, winograd_steps::separate);
         } else {
             for (int64_t f = 0; f < frames; ++f) {
                 ggml_tensor * xf = ggml_view_2d(g, xt, channels, period + history, xt->nb[1], f * period * xt->nb[1]);
@@ -428,7 +430,7 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
         ggml_backend_tensor_set(xt, x.data(), 0, x.size() * sizeof(float));
         ggml_backend_tensor_set(rt, residual.data(), 0, residual.size() * sizeof(float));
         runner.compute();
-        std::vector<float> & dst = way == 0 ? out.direct : way == 1 ? out.whole : out.by_frame;
+        std::vector<float> & dst = way == 0 ? out.direct : way == 1 ? out.whole : way == 2 ? out.by_frame : out.separate;
         dst.resize(size_t(ggml_nelements(y)));
         ggml_backend_tensor_get(y, dst.data(), 0, ggml_nbytes(y));
     }

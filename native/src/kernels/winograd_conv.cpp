@@ -236,6 +236,52 @@ void output_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
     }
 }
 
+// The tiles one thread takes at a time in the fused form: their transformed input and products
+// (10 x (channels + rows) values a tile) within ~512 KB, a whole number of the products' column
+// tiles, at most one chunk of them.
+int64_t fused_group_tiles(int64_t channels, int64_t rows) {
+    const int64_t fit = k_fused_tile_bytes / (k_winograd_points * (channels + rows) * int64_t(sizeof(float)));
+    return std::clamp<int64_t>(fit / 6 * 6, 6, k_chunk_columns);
+}
+
+// src: [u, x, bias?, residual?]; dst [rows, n]: all three steps, a group of tiles at a time in this
+// thread's cache (transform in, the ten products, transform out), for U small enough to stay in
+// cache beside them. The same steps in the same order as the three ops: the same bits.
+void fused_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
+    const winograd_pattern & p = pattern_of(userdata);
+    const ggml_tensor * u = dst->src[0];
+    const ggml_tensor * x = dst->src[1];
+    const int64_t channels = u->ne[0], rows = u->ne[1], n = dst->ne[1];
+    const launch_plan plan{p, n / p.period};
+    const int64_t tiles = plan.tiles(), group = fused_group_tiles(channels, rows);
+    const int64_t groups = (tiles + group - 1) / group;
+    const auto * in = static_cast<const float *>(x->data) + (k_winograd_outputs - 1) * p.dilation * channels;
+    const float * bias = dst->src[2] ? static_cast<const float *>(dst->src[2]->data) : nullptr;
+    const float * residual = dst->src[3] ? static_cast<const float *>(dst->src[3]->data) : nullptr;
+    auto * y = static_cast<float *>(dst->data);
+    thread_local std::vector<float> transformed, products;
+    transformed.resize(size_t(k_winograd_points * group * channels));
+    products.resize(size_t(k_winograd_points * group * rows));
+    for (int64_t gi = groups * ith / nth; gi < groups * (ith + 1) / nth; ++gi) {
+        const int64_t t0 = gi * group, count = std::min(group, tiles - t0);
+        for (int64_t t = 0; t < count; ++t) {
+            tile_in(in + plan.tile_at(t0 + t) * channels, p.dilation * channels, channels, transformed.data() + t * channels,
+                    count * channels);
+        }
+        for (int xi = 0; xi < k_winograd_points; ++xi) {
+            const ggml_tensor uxi = matrix_of(u, xi);
+            launch_share({&uxi, {transformed.data() + xi * count * channels, channels, 0, 1, channels}, {nullptr, nullptr},
+                          products.data() + xi * count * rows, count, true},
+                         0, 1);
+        }
+        for (int64_t t = 0; t < count; ++t) {
+            const int64_t skip = plan.outside(t0 + t), at = (plan.tile_at(t0 + t) + skip * p.dilation) * rows;
+            tile_out(products.data() + t * rows, count * rows, rows, bias, residual ? residual + at : nullptr, y + at,
+                     p.dilation * rows, int(skip));
+        }
+    }
+}
+
 }  // namespace
 #endif  // KAZEIA_FMA_PRODUCTS
 
@@ -298,7 +344,7 @@ std::vector<uint8_t> winograd_weights(const std::vector<uint8_t> & file_bytes, g
 }
 
 ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * x, int dilation, int64_t period,
-                            ggml_tensor * bias, ggml_tensor * residual) {
+                            ggml_tensor * bias, ggml_tensor * residual, winograd_steps steps) {
 #ifdef KAZEIA_FMA_PRODUCTS
     const int64_t channels = u->ne[0], rows = u->ne[1], n = x->ne[1] - winograd_history(dilation);
     GGML_ASSERT(x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] == channels && u->type == GGML_TYPE_F32 &&
@@ -307,6 +353,11 @@ ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * x
     const winograd_pattern & p = winograd_pattern_of(period, dilation);
     void * pattern = const_cast<winograd_pattern *>(&p);
     const int64_t tiles = n / period * int64_t(p.tiles.size());
+    if (steps == winograd_steps::in_cache && ggml_nbytes(u) <= size_t(k_fused_weight_bytes)) {
+        ggml_tensor * args[] = {u, x, bias, residual};
+        return ggml_custom_4d(ctx, GGML_TYPE_F32, rows, n, 1, 1, args, residual ? 4 : bias ? 3 : 2, fused_op,
+                              GGML_N_TASKS_MAX, pattern);
+    }
     ggml_tensor * in_args[] = {x};
     ggml_tensor * in = ggml_custom_4d(ctx, GGML_TYPE_F32, channels, k_winograd_points * tiles, 1, 1, in_args, 1, input_op,
                                       GGML_N_TASKS_MAX, pattern);
@@ -324,19 +375,27 @@ ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * x
 
 namespace {
 
-ggml_custom_op_t custom_function(const ggml_tensor * t) {
-    ggml_custom_op_t fun = nullptr;
-    // (ggml_custom_4d's parameters begin with the function)
-    if (t->op == GGML_OP_CUSTOM) std::memcpy(&fun, t->op_params, sizeof fun);
-    return fun;
+// ggml_custom_4d's parameters as ggml keeps them in op_params (its ggml_custom_op_params)
+struct custom_params {
+    ggml_custom_op_t fun;
+    int n_tasks;
+    void * userdata;
+};
+static_assert(sizeof(custom_params) <= GGML_MAX_OP_PARAMS);
+
+custom_params params_of(const ggml_tensor * t) {
+    custom_params p{};
+    if (t->op == GGML_OP_CUSTOM) std::memcpy(&p, t->op_params, sizeof p);
+    return p;
 }
+ggml_custom_op_t custom_function(const ggml_tensor * t) { return params_of(t).fun; }
 
 }  // namespace
 
 bool is_winograd_op(const ggml_tensor * t) {
 #ifdef KAZEIA_FMA_PRODUCTS
     const ggml_custom_op_t fun = custom_function(t);
-    return fun && (fun == input_op || fun == product_op || fun == output_op);
+    return fun && (fun == input_op || fun == product_op || fun == output_op || fun == fused_op);
 #else
     (void)t;
     return false;
@@ -345,11 +404,17 @@ bool is_winograd_op(const ggml_tensor * t) {
 
 int64_t winograd_product_macs(const ggml_tensor * t) {
 #ifdef KAZEIA_FMA_PRODUCTS
-    if (custom_function(t) != product_op) return 0;
+    const ggml_custom_op_t fun = custom_function(t);
+    const ggml_tensor * u = t->src[0];
+    if (fun == product_op) return t->ne[1] * u->ne[0] * u->ne[1];   // (10 columns a tile, each a full product)
+    if (fun == fused_op) {
+        const winograd_pattern & p = pattern_of(params_of(t).userdata);
+        return t->ne[1] / p.period * int64_t(p.tiles.size()) * k_winograd_points * u->ne[0] * u->ne[1];
+    }
 #else
-    return 0;
+    (void)t;
 #endif
-    return t->ne[1] * t->src[0]->ne[0] * t->src[0]->ne[1];   // (10 columns a tile, each a full product)
+    return 0;
 }
 
 }  // namespace kazeia

@@ -51,11 +51,18 @@ bool winograd_applies(ggml_type type, int taps, int64_t channels, int64_t rows);
 std::vector<uint8_t> winograd_weights(const std::vector<uint8_t> & file_bytes, ggml_type type, int64_t channels,
                                       int64_t rows);
 
+// How the three steps (transform in, products, transform out) are launched: in_cache does them a
+// group of tiles at a time per thread, where U fits in cache beside them (the vocoder's last two
+// blocks, whose products are too small to hide the transformed tiles' trips through memory); else,
+// and with `separate`, as three ops over all tiles. The same bits either way.
+enum class winograd_steps { in_cache, separate };
+
 // The convolution over x f32 [channels, winograd_history(dilation) + n] (input with its history),
 // u f32 [channels, rows, 10] from winograd_weights; n a multiple of `period`. Plus bias [rows] and
 // then residual [rows, n] where given, in the order of separate ggml adds. -> f32 [rows, n].
 ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * x, int dilation, int64_t period,
-                            ggml_tensor * bias, ggml_tensor * residual = nullptr);
+                            ggml_tensor * bias, ggml_tensor * residual = nullptr,
+                            winograd_steps steps = winograd_steps::in_cache);
 
 // Whether a graph node is one of this form's three steps (transform in, products, transform out),
 // and the multiply-adds of its products (0 for the other steps and any other node).
