@@ -235,9 +235,10 @@ def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted, tm
                       if s["name"].startswith("dec.tfm.blk.") and len(s["shape"]) == 2)
     assert transformer > 0 and launch_flops >= 2 * transformer * len(codes)
     # f16 and bf16 weights (Kazeia's f32-arithmetic and bf16 products where they apply, ggml's
-    # elsewhere) count the same products in the direct form; f32 weights no fewer (its few-output
-    # convolutions, a sliding dot, are not counted). Winograd's form counts the multiply-adds it does:
-    # fewer.
+    # elsewhere) count the same products in the direct form, but for the transposed convolutions laid
+    # out as two taps per phase (f16 through the f32 products), which skip the extra input column
+    # the phase form multiplies per launch; f32 weights no fewer (its few-output convolutions, a
+    # sliding dot, are not counted). Winograd's form counts the multiply-adds it does: fewer.
     import os
     import subprocess
     import sys
@@ -258,9 +259,16 @@ def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted, tm
                                text=True, timeout=300)
             assert r.returncode == 0, r.stderr[-2000:]
             counts[weights + form] = float(r.stdout.split()[-1])
-    assert counts["f16 direct"] == counts["bf16 direct"] >= launch_flops
     kernels = active_kernels()
     bf16_in_winograd = "winograd_conv" in kernels and "gemm_bf16" not in kernels   # (bf16 re-laid as f16)
+    tconvs = [s["shape"] for s in model.native.tensor_specs()
+              if s["name"].startswith("dec.voc.blk.") and s["name"].endswith("tconv.weight")]   # [Cin, Cout, 2s]
+    two_taps = [(c_in, c_out, k) for c_in, c_out, k in tconvs if c_out * k // 2 % 16 == 0 and 2 * c_in % 16 == 0]
+    assert two_taps and len(two_taps) < len(tconvs)   # (the tiny checkpoint has both kinds)
+    skipped = sum(2 * c_in * c_out * k for c_in, c_out, k in two_taps)   # one input column each, one launch
+    f16_skips = skipped if "winograd_conv" in kernels else 0   # (the f32 products run)
+    assert counts["f16 direct"] + f16_skips == counts["bf16 direct"] + (skipped if bf16_in_winograd else 0)
+    assert counts["bf16 direct"] >= launch_flops
     assert counts["bf16"] == (counts["f16"] if bf16_in_winograd else counts["bf16 direct"])
     if "winograd_conv" in kernels:
         assert counts["f16"] < counts["f16 direct"], counts

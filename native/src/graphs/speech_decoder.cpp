@@ -201,7 +201,7 @@ struct speech_decoder_session::impl {
         return c.winograd ? winograd_history(c.dilation) : int64_t(c.k - 1) * c.dilation;
     }
     ggml_type input_type(const tconv_w & c) const {
-        return !standard_ops && conv_bf16_applies(c.w, c.c_in) ? GGML_TYPE_BF16 : GGML_TYPE_F32;
+        return !standard_ops && !c.phase_bias && conv_bf16_applies(c.w, c.c_in) ? GGML_TYPE_BF16 : GGML_TYPE_F32;
     }
 
     // causal conv over [history ++ x], plus `residual` where given. With bf16 weights on the CPU one
@@ -247,8 +247,14 @@ struct speech_decoder_session::impl {
     }
 
     // causal transposed conv (output T * s): block i = taps[0, s) of input i + taps[s, 2s) of input i-1
+    // (laid out as a two-tap convolution at load: one product, bias added as it stores)
     ggml_tensor * causal_tconv(graph_ctx & g, const tconv_w & c, ggml_tensor * x) {
         const int64_t n = x->ne[1];
+        if (c.phase_bias) {   // (weights laid out at load: the CPU's graph)
+            if (standard_ops) throw std::logic_error("speech decoder: a transposed convolution laid out for the CPU");
+            ggml_tensor * y = conv_fma(g.ctx, c.w, with_history(g, x, 1), 1, c.phase_bias, nullptr);
+            return ggml_reshape_2d(g.ctx, y, c.c_out, n * c.stride);
+        }
         const int64_t block = int64_t(c.c_out) * c.stride;
         ggml_tensor * y;
         const bool bf16_in = x->type == GGML_TYPE_BF16;

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "kazeia/cpu_level.h"
@@ -139,9 +140,45 @@ tconv_w speech_decoder::weights::bind_tconv(const std::string & name, int stride
         throw model_error("speech decoder: " + name + " has kernel " + std::to_string(c.k) + " for stride " +
                           std::to_string(stride) + " (supported: k = s or 2s)");
     }
+    c.bias = mat(name + ".bias");
+    const ggml_type type = relaid_type(src);
+    const int64_t rows = int64_t(c.c_out) * stride;
+    const bool f32_products = !layout.buft && gemm_fma_available() &&
+                              (type == GGML_TYPE_F16 || (type == GGML_TYPE_BF16 && !gemm_bf16_available())) &&
+                              fma_panels_apply(type, 2 * int64_t(c.c_in), rows);
+    if (c.k == 2 * stride && c.bias->type == GGML_TYPE_F32 && f32_products) {
+        // one product writes the output, each phase's two taps summed in one chain, bias added
+        const bool panels = in_panels(type, 2 * int64_t(c.c_in), rows);
+        replaced.push_back(src);
+        relaid += type != src->type;
+        c.w = derived.add(name + ".phase_taps", type, {c.c_in, 2, rows}, [src, c, type, panels](std::vector<uint8_t> & out) {
+            const std::vector<uint8_t> file = tensor_bytes(src);   // [Cin][Cout][K]
+            const size_t es = ggml_type_size(src->type);
+            out.resize(file.size());
+            for (int64_t p = 0; p < c.stride; ++p) {
+                for (int64_t co = 0; co < c.c_out; ++co) {
+                    for (int tap = 0; tap < 2; ++tap) {
+                        const int64_t k = tap == 0 ? p + c.stride : p;   // (tap 0 reads the input before)
+                        for (int64_t ci = 0; ci < c.c_in; ++ci) {
+                            std::memcpy(&out[size_t(((p * c.c_out + co) * 2 + tap) * c.c_in + ci) * es],
+                                        &file[size_t((ci * c.c_out + co) * c.k + k) * es], es);
+                        }
+                    }
+                }
+            }
+            if (type != src->type) out = as_f16(out);
+            if (panels) out = fma_panels(out, type, 2 * int64_t(c.c_in), int64_t(c.c_out) * c.stride);
+        });
+        if (panels) mark_fma_panels(c.w);
+        const ggml_tensor * bias = c.bias;
+        c.phase_bias = derived.add(name + ".phase_bias", GGML_TYPE_F32, {rows}, [bias, stride](std::vector<uint8_t> & out) {
+            const std::vector<uint8_t> one = tensor_bytes(bias);
+            for (int p = 0; p < stride; ++p) out.insert(out.end(), one.begin(), one.end());
+        });
+        return c;
+    }
     // rows ordered (tap, out channel): the first s taps of every input form one output block
     c.w = derive(name + ".phases", src, {c.c_in, int64_t(c.c_out) * c.k}, {2, 1, 0}, true);
-    c.bias = mat(name + ".bias");
     return c;
 }
 

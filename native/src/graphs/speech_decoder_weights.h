@@ -25,6 +25,10 @@ struct conv_w {           // causal conv: weight tap-major, ne [Cin, K, Cout], b
 struct tconv_w {          // causal transposed conv with k = s or k = 2s: [Cin, Cout * k]
     ggml_tensor * w = nullptr;
     ggml_tensor * bias = nullptr;
+    // k = 2s where the f32 products multiply it: w instead a two-tap convolution over the input
+    // [Cin, 2, s * Cout] (output phase p of input i: taps p + s on input i - 1, then p on input i),
+    // and its bias repeated per phase [s * Cout]
+    ggml_tensor * phase_bias = nullptr;
     int k = 0, stride = 0, c_in = 0, c_out = 0;
 };
 
