@@ -207,14 +207,21 @@ inline int form_lanes() {
     return lanes;
 }
 
+// fn(V{}) with the register-ops type V of the form this process runs: a generic lambda reaches that
+// form's kernels by argument-dependent lookup (each takes its V first)
+template <typename Fn>
+inline decltype(auto) with_form(Fn && fn) {
+#ifdef KAZEIA_X86
+    if (form_lanes() == avx512::V::lanes) return fn(avx512::V{});
+    return fn(avx2::V{});
+#else
+    return fn(neon::V{});
+#endif
+}
+
 // this thread's share of one launch, in the form this process runs
 inline void launch_share(const launch & l, int ith, int nth) {
-#ifdef KAZEIA_X86
-    if (form_lanes() == avx512::V::lanes) return avx512::launch_share(l, ith, nth);
-    avx2::launch_share(l, ith, nth);
-#else
-    neon::launch_share(l, ith, nth);
-#endif
+    with_form([&](auto v) { launch_share(v, l, ith, nth); });
 }
 
 }  // namespace kazeia::fma_products

@@ -120,12 +120,8 @@ std::vector<uint8_t> fma_panels(const std::vector<uint8_t> & bytes, ggml_type ty
     if (!fma_panels_apply(type, row, rows) || bytes.size() != size_t(row * rows) * 2) {
         throw std::invalid_argument("fma_panels: not a weight the f32 products lay out");
     }
-#ifdef KAZEIA_X86
-    return form_lanes() == avx512::V::lanes ? avx512::panels_of(bytes.data(), row, rows)
-                                            : avx2::panels_of(bytes.data(), row, rows);
-#else
-    return neon::panels_of(bytes.data(), row, rows);
-#endif
+    const auto * values = reinterpret_cast<const uint16_t *>(bytes.data());
+    return with_form([&](auto v) { return panels_of(v, values, row, rows); });
 #else
     (void)bytes, (void)type, (void)row, (void)rows;
     throw std::invalid_argument("fma_panels: no f32 products on this CPU");

@@ -141,22 +141,12 @@ namespace {
 using namespace fma_products;
 
 void tile_in(const float * x, int64_t step, int64_t channels, float * out, int64_t out_step) {
-#ifdef KAZEIA_X86
-    if (form_lanes() == avx512::V::lanes) return avx512::winograd_tile_in(x, step, channels, out, out_step);
-    avx2::winograd_tile_in(x, step, channels, out, out_step);
-#else
-    neon::winograd_tile_in(x, step, channels, out, out_step);
-#endif
+    with_form([&](auto v) { winograd_tile_in(v, x, step, channels, out, out_step); });
 }
 
 void tile_out(const float * m, int64_t m_step, int64_t rows, const float * bias, const float * residual, float * y,
               int64_t y_step, int skip) {
-#ifdef KAZEIA_X86
-    if (form_lanes() == avx512::V::lanes) return avx512::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step, skip);
-    avx2::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step, skip);
-#else
-    neon::winograd_tile_out(m, m_step, rows, bias, residual, y, y_step, skip);
-#endif
+    with_form([&](auto v) { winograd_tile_out(v, m, m_step, rows, bias, residual, y, y_step, skip); });
 }
 
 // A launch's tiles: the pattern repeated over its frames.
@@ -327,13 +317,8 @@ std::vector<uint8_t> winograd_weights(const std::vector<uint8_t> & file_bytes, g
     std::vector<uint8_t> out;
     out.reserve(u.size() * sizeof(float));
     for (int xi = 0; xi < k_winograd_points; ++xi) {
-        const auto * matrix = reinterpret_cast<const uint8_t *>(u.data() + xi * rows * channels);
-#ifdef KAZEIA_X86
-        const std::vector<uint8_t> laid = form_lanes() == avx512::V::lanes ? avx512::panels_of<float>(matrix, channels, rows)
-                                                                           : avx2::panels_of<float>(matrix, channels, rows);
-#else
-        const std::vector<uint8_t> laid = neon::panels_of<float>(matrix, channels, rows);
-#endif
+        const float * matrix = u.data() + xi * rows * channels;
+        const std::vector<uint8_t> laid = with_form([&](auto v) { return panels_of(v, matrix, channels, rows); });
         out.insert(out.end(), laid.begin(), laid.end());
     }
     return out;
