@@ -126,7 +126,7 @@ leg() {
   # (no pytest-qt: the workbench is not tested on arm64, and its Qt needs libraries the root lacks)
   local pytest=(python -m pytest -p no:cacheprovider -p no:pytest-qt -q -ra --timeout=1800 --durations=5)
   local kernels=(tests/test_placement.py tests/test_batch.py tests/test_cli.py tests/test_speech_decoder.py)
-  local checks="kernel or lanes or gemm or attention or panel or repacked or batch_products or f32_products_match or winograd"
+  local checks="kernel or lanes or gemm or attention or panel or repacked or batch_products or f32_products_match or winograd or pairs"
   local parity=(tests/test_tts.py::test_greedy_codes_and_audio_match_reference
                 tests/test_tts.py::test_stream_matches_synthesize_and_reports_timings
                 tests/test_batch.py::test_golden_cases_inside_a_batch_match_the_reference
@@ -189,6 +189,10 @@ for t in ("f16", "bf16"):
         applied, _, whole, by_frame, _ = _native.compare_conv_winograd(t, ch, rows, dil, period, frames, seed=rows)
         assert applied and np.array_equal(whole, by_frame), (t, ch, rows, dil)
         out[f"winograd-{t}-{ch}-{rows}-{dil}-{period}-{frames}"] = whole
+    for c_in, rows, period, frames in [(192, 288, 640, 1), (384, 768, 160, 2)]:
+        applied, _, whole, by_frame, _ = _native.compare_tconv_pairs(t, c_in, rows, period, frames, seed=rows)
+        assert applied and np.array_equal(whole, by_frame), (t, c_in, rows)
+        out[f"pairs-{t}-{c_in}-{rows}-{period}-{frames}"] = whole
 np.savez(sys.argv[1], **out)'
   "$host_python" -c "$dump" "$dir/x86.npz"
   QEMU_CPU=max enter python -c "$dump" "$dir/arm64.npz"

@@ -367,6 +367,30 @@ def test_winograd_convolutions_tile_every_frame_alike(weights):
     assert not _native.compare_conv_winograd(weights, 24, 32, 1, 4, 2)[0]   # channels not a multiple of 16: direct
 
 
+@pytest.mark.parametrize("weights", ["f16", "bf16"])
+def test_transposed_convolutions_in_pairs_tile_every_frame_alike(weights):
+    """The vocoder's transposed convolutions as two taps per phase in Winograd's F(2, 2) (pairs of
+    inputs from an even place): one launch over several frames equals one launch per frame bit for
+    bit, and the form lands >= 120 dB from the exact sums and within 3 dB of the two taps in one
+    chain, at the vocoder's shapes (blocks 2-4: inputs a frame 32 / 160 / 640, rows s x Cout). Block
+    1 (U would be 113 MB as f32) keeps its two f16 taps."""
+    active = "winograd_conv" in active_kernels()
+    for c_in, rows, period, frames in [(768, 1920, 32, 3), (384, 768, 160, 2), (192, 288, 640, 1), (64, 256, 4, 5),
+                                       (16, 32, 160, 2)]:
+        applied, direct, whole, by_frame, exact = _native.compare_tconv_pairs(weights, c_in, rows, period, frames,
+                                                                              seed=rows)
+        assert applied == active
+        if not applied:
+            pytest.skip("Winograd's form runs over the f32 products (AVX2 or NEON)" + at_cpu_level())
+        assert whole.shape == by_frame.shape == direct.shape == exact.shape == (frames * period, rows)
+        assert np.array_equal(whole, by_frame), (c_in, rows, period)
+        assert not np.array_equal(whole, direct)
+        ours, theirs = snr_db(exact, whole), snr_db(exact, direct)
+        assert ours >= 120 and theirs - ours <= 3, (c_in, rows, ours, theirs)
+    assert not _native.compare_tconv_pairs(weights, 1536, 6144, 4, 2)[0]   # (U beyond 32 MB: two taps)
+    assert not _native.compare_tconv_pairs(weights, 24, 32, 4, 2)[0]   # channels not a multiple of 16
+
+
 def test_winograd_decoder_streams_exactly(converted):
     """The f16 decoder with its seven-tap convolutions in Winograd's form decodes the same audio
     streamed in any feeding pattern, and on one thread or two, as offline."""

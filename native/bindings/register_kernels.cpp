@@ -118,6 +118,16 @@ void register_kernels(py::module_ & m) {
        "exact sums in double), each [frames * period, rows]",
        py::arg("type"), py::arg("channels"), py::arg("rows"), py::arg("dilation"), py::arg("period"), py::arg("frames"),
        py::arg("seed") = 0);
+    m.def("compare_tconv_pairs", [as_array](const std::string & type, int64_t c_in, int64_t rows, int64_t period,
+                                            int64_t frames, uint64_t seed) {
+        const winograd_check c = released([&] { return check_tconv_pairs(type, c_in, rows, period, frames, seed); });
+        const int64_t n = frames * period;
+        return py::make_tuple(c.applied, as_array(c.direct, n), as_array(c.whole, n), as_array(c.by_frame, n),
+                              as_array(c.exact, n));
+    }, "A transposed convolution as two taps per phase (random f16 or bf16 [rows][2][c_in]) over frames x period "
+       "inputs after one of history, plus bias: (applied?, the two-tap f32-product convolution, Winograd's F(2,2) "
+       "in one launch, the same one launch per frame, the exact sums in double), each [frames * period, rows]",
+       py::arg("type"), py::arg("c_in"), py::arg("rows"), py::arg("period"), py::arg("frames"), py::arg("seed") = 0);
     m.def("compare_batch_columns", [as_array](const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed) {
         const product_pair p = released([&] { return check_batch_columns(type, rows, cols, n, seed); });
         return py::make_tuple(as_array(p.ggml, n), as_array(p.theirs, n));

@@ -72,6 +72,12 @@ struct winograd_check {
 };
 winograd_check check_conv_winograd(const std::string & type, int64_t channels, int64_t rows, int dilation, int64_t period,
                                    int64_t frames, uint64_t seed);
+// A transposed convolution's two taps per phase (random f16 or bf16 [rows][2][c_in]) over `frames`
+// frames of `period` inputs after one of history, plus bias: the two-tap f32-product convolution
+// (`direct`), Winograd's F(2, 2) over all frames in one launch (`whole`) and one launch per frame
+// (`by_frame`: equal bit for bit), and the exact sums in double (`exact`); `separate` stays empty.
+winograd_check check_tconv_pairs(const std::string & type, int64_t c_in, int64_t rows, int64_t period, int64_t frames,
+                                 uint64_t seed);
 // any type: the n columns as a batch (`ggml`) and each column alone (`theirs`); they must be equal.
 product_pair check_batch_columns(const std::string & type, int64_t rows, int64_t cols, int64_t n, uint64_t seed);
 

@@ -201,7 +201,7 @@ struct speech_decoder_session::impl {
         return c.winograd ? winograd_history(c.dilation) : int64_t(c.k - 1) * c.dilation;
     }
     ggml_type input_type(const tconv_w & c) const {
-        return !standard_ops && !c.phase_bias && conv_bf16_applies(c.w, c.c_in) ? GGML_TYPE_BF16 : GGML_TYPE_F32;
+        return !standard_ops && !c.phase_bias && c.w && conv_bf16_applies(c.w, c.c_in) ? GGML_TYPE_BF16 : GGML_TYPE_F32;
     }
 
     // causal conv over [history ++ x], plus `residual` where given. With bf16 weights on the CPU one
@@ -252,7 +252,8 @@ struct speech_decoder_session::impl {
         const int64_t n = x->ne[1];
         if (c.phase_bias) {   // (weights laid out at load: the CPU's graph)
             if (standard_ops) throw std::logic_error("speech decoder: a transposed convolution laid out for the CPU");
-            ggml_tensor * y = conv_fma(g.ctx, c.w, with_history(g, x, 1), 1, c.phase_bias, nullptr);
+            ggml_tensor * xc = with_history(g, x, 1);
+            ggml_tensor * y = c.pairs ? tconv_pairs(g.ctx, c.pairs, xc, c.phase_bias) : conv_fma(g.ctx, c.w, xc, 1, c.phase_bias, nullptr);
             return ggml_reshape_2d(g.ctx, y, c.c_out, n * c.stride);
         }
         const int64_t block = int64_t(c.c_out) * c.stride;

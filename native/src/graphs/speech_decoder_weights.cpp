@@ -129,7 +129,27 @@ conv_w speech_decoder::weights::bind_conv(const std::string & name, int dilation
     return c;
 }
 
-tconv_w speech_decoder::weights::bind_tconv(const std::string & name, int stride) {
+// a transposed convolution's kernel [Cin][Cout][2s] as two taps per output phase: [s * Cout][2][Cin]
+// (row p * Cout + co: tap 0 is kernel index p + s, on the input before; tap 1 is p)
+std::vector<uint8_t> phase_taps(const ggml_tensor * src, int64_t stride) {
+    const int64_t k = src->ne[0], c_out = src->ne[1], c_in = src->ne[2];
+    const std::vector<uint8_t> file = tensor_bytes(src);
+    const size_t es = ggml_type_size(src->type);
+    std::vector<uint8_t> out(file.size());
+    for (int64_t p = 0; p < stride; ++p) {
+        for (int64_t co = 0; co < c_out; ++co) {
+            for (int tap = 0; tap < 2; ++tap) {
+                const int64_t at = tap == 0 ? p + stride : p;
+                for (int64_t ci = 0; ci < c_in; ++ci) {
+                    std::memcpy(&out[size_t(((p * c_out + co) * 2 + tap) * c_in + ci) * es], &file[size_t((ci * c_out + co) * k + at) * es], es);
+                }
+            }
+        }
+    }
+    return out;
+}
+
+tconv_w speech_decoder::weights::bind_tconv(const std::string & name, int stride, int64_t input_period) {
     ggml_tensor * src = w(name + ".weight");   // ne [K, Cout, Cin]
     tconv_w c;
     c.k = int(src->ne[0]);
@@ -147,34 +167,30 @@ tconv_w speech_decoder::weights::bind_tconv(const std::string & name, int stride
                               (type == GGML_TYPE_F16 || (type == GGML_TYPE_BF16 && !gemm_bf16_available())) &&
                               fma_panels_apply(type, 2 * int64_t(c.c_in), rows);
     if (c.k == 2 * stride && c.bias->type == GGML_TYPE_F32 && f32_products) {
-        // one product writes the output, each phase's two taps summed in one chain, bias added
-        const bool panels = in_panels(type, 2 * int64_t(c.c_in), rows);
-        replaced.push_back(src);
-        relaid += type != src->type;
-        c.w = derived.add(name + ".phase_taps", type, {c.c_in, 2, rows}, [src, c, type, panels](std::vector<uint8_t> & out) {
-            const std::vector<uint8_t> file = tensor_bytes(src);   // [Cin][Cout][K]
-            const size_t es = ggml_type_size(src->type);
-            out.resize(file.size());
-            for (int64_t p = 0; p < c.stride; ++p) {
-                for (int64_t co = 0; co < c.c_out; ++co) {
-                    for (int tap = 0; tap < 2; ++tap) {
-                        const int64_t k = tap == 0 ? p + c.stride : p;   // (tap 0 reads the input before)
-                        for (int64_t ci = 0; ci < c.c_in; ++ci) {
-                            std::memcpy(&out[size_t(((p * c.c_out + co) * 2 + tap) * c.c_in + ci) * es],
-                                        &file[size_t((ci * c.c_out + co) * c.k + k) * es], es);
-                        }
-                    }
-                }
-            }
-            if (type != src->type) out = as_f16(out);
-            if (panels) out = fma_panels(out, type, 2 * int64_t(c.c_in), int64_t(c.c_out) * c.stride);
-        });
-        if (panels) mark_fma_panels(c.w);
+        // one launch writes the output, each phase's two taps summed in one chain (or in Winograd's
+        // F(2, 2), two inputs at a time), bias added as it stores
         const ggml_tensor * bias = c.bias;
         c.phase_bias = derived.add(name + ".phase_bias", GGML_TYPE_F32, {rows}, [bias, stride](std::vector<uint8_t> & out) {
             const std::vector<uint8_t> one = tensor_bytes(bias);
             for (int p = 0; p < stride; ++p) out.insert(out.end(), one.begin(), one.end());
         });
+        replaced.push_back(src);
+        relaid += type != src->type;
+        if (in_panels(type, 2 * int64_t(c.c_in), rows) && input_period % 2 == 0 && tconv_pairs_applies(type, c.c_in, rows)) {
+            c.pairs = derived.add(name + ".pairs", GGML_TYPE_F32, {c.c_in, rows, 3}, [src, c, type, rows](std::vector<uint8_t> & out) {
+                std::vector<uint8_t> taps = phase_taps(src, c.stride);
+                if (type != src->type) taps = as_f16(taps);
+                out = tconv_pairs_weights(taps, type, c.c_in, rows);
+            });
+            return c;
+        }
+        const bool panels = in_panels(type, 2 * int64_t(c.c_in), rows);
+        c.w = derived.add(name + ".phase_taps", type, {c.c_in, 2, rows}, [src, c, type, panels, rows](std::vector<uint8_t> & out) {
+            out = phase_taps(src, c.stride);
+            if (type != src->type) out = as_f16(out);
+            if (panels) out = fma_panels(out, type, 2 * int64_t(c.c_in), rows);
+        });
+        if (panels) mark_fma_panels(c.w);
         return c;
     }
     // rows ordered (tap, out channel): the first s taps of every input form one output block
@@ -220,7 +236,7 @@ void speech_decoder::weights::bind_weights() {
     for (size_t u = 0; u < hp.upsampling_ratios.size(); ++u) {
         const std::string p = idx("dec.up.", int(u), ".");
         convnext_w c;
-        c.up = bind_tconv(p + "tconv", hp.upsampling_ratios[u]);
+        c.up = bind_tconv(p + "tconv", hp.upsampling_ratios[u], 0);
         ggml_tensor * dw = w(p + "dwconv.weight");   // ne [7, 1, C]
         c.dw_taps = derived.add(p + "dwconv.taps", dw->type, {dw->ne[2], dw->ne[0]},
                                 [dw](std::vector<uint8_t> & out) { out = permute_elements(dw, {2, 0, 1}); });
@@ -235,11 +251,14 @@ void speech_decoder::weights::bind_weights() {
         upsample.push_back(c);
     }
     voc_in = bind_conv("dec.voc.conv_in", 1);
+    int64_t period = 1;   // a frame's columns at the vocoder's input, then after each block
+    for (int r : hp.upsampling_ratios) period *= r;
     for (size_t b = 0; b < hp.upsample_rates.size(); ++b) {
         const std::string p = idx("dec.voc.blk.", int(b), ".");
         voc_block_w blk;
         blk.snake = bind_snake(p + "snake");
-        blk.up = bind_tconv(p + "tconv", hp.upsample_rates[b]);
+        blk.up = bind_tconv(p + "tconv", hp.upsample_rates[b], period);
+        period *= hp.upsample_rates[b];
         const int dilations[3] = {1, 3, 9};
         for (int r = 0; r < 3; ++r) {
             const std::string pr = idx(p + "res.", r, ".");

@@ -27,7 +27,9 @@ struct tconv_w {          // causal transposed conv with k = s or k = 2s: [Cin, 
     ggml_tensor * bias = nullptr;
     // k = 2s where the f32 products multiply it: w instead a two-tap convolution over the input
     // [Cin, 2, s * Cout] (output phase p of input i: taps p + s on input i - 1, then p on input i),
-    // and its bias repeated per phase [s * Cout]
+    // or (none) those taps in Winograd's F(2, 2), `pairs` (kernels/winograd_conv.h); and the bias
+    // repeated per phase [s * Cout]
+    ggml_tensor * pairs = nullptr;
     ggml_tensor * phase_bias = nullptr;
     int k = 0, stride = 0, c_in = 0, c_out = 0;
 };
@@ -115,7 +117,8 @@ struct speech_decoder::weights {
     bool in_panels(ggml_type type, int64_t row, int64_t rows) const;
     ggml_tensor * w(const std::string & name) const;
     conv_w bind_conv(const std::string & name, int dilation);
-    tconv_w bind_tconv(const std::string & name, int stride);
+    // input_period: a frame's columns at its input (F(2, 2) tiles need an even number)
+    tconv_w bind_tconv(const std::string & name, int stride, int64_t input_period);
     snake_w bind_snake(const std::string & name);
     void bind_weights();
 };

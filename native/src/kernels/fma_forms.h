@@ -26,6 +26,7 @@ constexpr int64_t k_widen_columns = 24;   // a chunk of laid-out weights with th
 constexpr int64_t k_cached_weight_bytes = 256 * 1024;   // laid-out weights up to this size as f32 stay in cache whole
 constexpr int64_t k_fused_weight_bytes = 2 * 1024 * 1024;   // Winograd's U up to this size stays in cache beside its tiles
 constexpr int64_t k_fused_tile_bytes = 512 * 1024;   // a thread's group of Winograd tiles, transformed and multiplied
+constexpr int64_t k_pairs_weight_bytes = 32 * 1024 * 1024;   // a transposed convolution's U in Winograd's F(2, 2) at most
 
 // Where a launch's columns come from: column t's tap k starts at base + t * column_values + k *
 // tap_step and holds tap_values values (one tap: the whole column; a convolution: its channels).

@@ -453,4 +453,85 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
     return out;
 }
 
+winograd_check check_tconv_pairs(const std::string & type_name, int64_t c_in, int64_t rows, int64_t period,
+                                 int64_t frames, uint64_t seed) {
+    const ggml_type type = type_from_name(type_name);
+    winograd_check out;
+    out.applied = tconv_pairs_applies(type, c_in, rows);
+    if (!out.applied) return out;
+    const int64_t n = frames * period;
+    std::mt19937_64 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    // two taps [rows][2][c_in] rounded to the type (tap 0 on the input before); input with one
+    // column of history; bias
+    std::vector<float> w(static_cast<size_t>(rows * 2 * c_in)), x(static_cast<size_t>(c_in * (n + 1))),
+        bias(static_cast<size_t>(rows));
+    const float scale = 1.0f / std::sqrt(float(2 * c_in));
+    for (float & v : w) v = normal(gen) * scale;
+    for (float & v : x) v = normal(gen);
+    for (float & v : bias) v = normal(gen);
+    std::vector<uint8_t> file(w.size() * 2);
+    for (size_t i = 0; i < w.size(); ++i) {
+        uint16_t bits = type == GGML_TYPE_F16 ? ggml_fp32_to_fp16(w[i]) : ggml_fp32_to_bf16(w[i]).bits;
+        std::memcpy(file.data() + 2 * i, &bits, 2);
+        w[i] = type == GGML_TYPE_F16 ? ggml_fp16_to_fp32(bits) : ggml_bf16_to_fp32(ggml_bf16_t{bits});
+    }
+    const std::vector<uint8_t> laid = fma_panels(file, type, 2 * c_in, rows);
+    const std::vector<uint8_t> u_bytes = tconv_pairs_weights(file, type, c_in, rows);
+
+    ggml_init_params params{ggml_tensor_overhead() * 8, nullptr, true};
+    ggml_context * wctx = ggml_init(params);
+    ggml_tensor * wt = ggml_new_tensor_3d(wctx, type, c_in, 2, rows);
+    ggml_tensor * ut = ggml_new_tensor_3d(wctx, GGML_TYPE_F32, c_in, rows, 3);
+    ggml_tensor * bt = ggml_new_tensor_1d(wctx, GGML_TYPE_F32, rows);
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_buffer_type());
+    ggml_backend_tensor_set(wt, laid.data(), 0, laid.size());
+    ggml_backend_tensor_set(ut, u_bytes.data(), 0, u_bytes.size());
+    ggml_backend_tensor_set(bt, bias.data(), 0, bias.size() * sizeof(float));
+    mark_fma_panels(wt);
+
+    graph_runner runner(std::make_shared<thread_pool>(2));
+    for (int way = 0; way < 3; ++way) {
+        ggml_context * g = runner.begin();
+        ggml_tensor * xt = ggml_new_tensor_2d(g, GGML_TYPE_F32, c_in, n + 1);
+        ggml_set_input(xt);
+        ggml_tensor * y = nullptr;
+        if (way == 0) {
+            y = conv_fma(g, wt, xt, 1, bt, nullptr);
+        } else if (way == 1) {
+            y = tconv_pairs(g, ut, xt, bt);
+        } else {
+            for (int64_t f = 0; f < frames; ++f) {
+                ggml_tensor * xf = ggml_view_2d(g, xt, c_in, period + 1, xt->nb[1], f * period * xt->nb[1]);
+                ggml_tensor * yf = tconv_pairs(g, ut, ggml_cont(g, xf), bt);
+                y = y ? ggml_concat(g, y, yf, 1) : yf;
+            }
+        }
+        ggml_set_output(y);
+        ggml_build_forward_expand(runner.graph(), y);
+        runner.allocate();
+        ggml_backend_tensor_set(xt, x.data(), 0, x.size() * sizeof(float));
+        runner.compute();
+        std::vector<float> & dst = way == 0 ? out.direct : way == 1 ? out.whole : out.by_frame;
+        dst.resize(size_t(ggml_nelements(y)));
+        ggml_backend_tensor_get(y, dst.data(), 0, ggml_nbytes(y));
+    }
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(wctx);
+
+    out.exact.resize(size_t(rows * n));
+    for (int64_t t = 0; t < n; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+            double s = bias[size_t(r)];
+            for (int tap = 0; tap < 2; ++tap) {
+                for (int64_t c = 0; c < c_in; ++c) {
+                    s += double(w[size_t((2 * r + tap) * c_in + c)]) * double(x[size_t((t + tap) * c_in + c)]);
+                }
+            }
+            out.exact[size_t(t * rows + r)] = float(s);
+        }
+    }
+    return out;
+}
+
 }  // namespace kazeia

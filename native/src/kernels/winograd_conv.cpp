@@ -226,6 +226,13 @@ void output_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
     }
 }
 
+// this thread's share of `tiles` in groups of `group`: fn(first tile, count) for each
+template <typename Fn>
+void each_group(int64_t tiles, int64_t group, int ith, int nth, Fn && fn) {
+    const int64_t groups = (tiles + group - 1) / group;
+    for (int64_t gi = groups * ith / nth; gi < groups * (ith + 1) / nth; ++gi) fn(gi * group, std::min(group, tiles - gi * group));
+}
+
 // The tiles one thread takes at a time in the fused form: their transformed input and products
 // (10 x (channels + rows) values a tile) within ~512 KB, a whole number of the products' column
 // tiles, at most one chunk of them.
@@ -244,7 +251,6 @@ void fused_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
     const int64_t channels = u->ne[0], rows = u->ne[1], n = dst->ne[1];
     const launch_plan plan{p, n / p.period};
     const int64_t tiles = plan.tiles(), group = fused_group_tiles(channels, rows);
-    const int64_t groups = (tiles + group - 1) / group;
     const auto * in = static_cast<const float *>(x->data) + (k_winograd_outputs - 1) * p.dilation * channels;
     const float * bias = dst->src[2] ? static_cast<const float *>(dst->src[2]->data) : nullptr;
     const float * residual = dst->src[3] ? static_cast<const float *>(dst->src[3]->data) : nullptr;
@@ -252,8 +258,7 @@ void fused_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
     thread_local std::vector<float> transformed, products;
     transformed.resize(size_t(k_winograd_points * group * channels));
     products.resize(size_t(k_winograd_points * group * rows));
-    for (int64_t gi = groups * ith / nth; gi < groups * (ith + 1) / nth; ++gi) {
-        const int64_t t0 = gi * group, count = std::min(group, tiles - t0);
+    each_group(tiles, group, ith, nth, [&](int64_t t0, int64_t count) {
         for (int64_t t = 0; t < count; ++t) {
             tile_in(in + plan.tile_at(t0 + t) * channels, p.dilation * channels, channels, transformed.data() + t * channels,
                     count * channels);
@@ -269,7 +274,67 @@ void fused_op(ggml_tensor * dst, int ith, int nth, void * userdata) {
             tile_out(products.data() + t * rows, count * rows, rows, bias, residual ? residual + at : nullptr, y + at,
                      p.dilation * rows, int(skip));
         }
+    });
+}
+
+constexpr int k_pair_points = 3;
+
+// src: [u, x, bias]; dst [rows, n]: F(2, 2) over pairs of inputs, a group of tiles at a time per
+// thread (its two differences, the three products, the two outputs); the middle input of a tile
+// is multiplied where it lies in x.
+void pairs_op(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * u = dst->src[0];
+    const ggml_tensor * x = dst->src[1];
+    const int64_t channels = u->ne[0], rows = u->ne[1], tiles = dst->ne[1] / 2;
+    // (U in cache: groups that fit beside it; else one group a thread, so U passes once)
+    const int64_t per_tile = (2 * channels + k_pair_points * rows) * int64_t(sizeof(float));
+    const int64_t budget = int64_t(ggml_nbytes(u)) <= k_fused_weight_bytes ? k_fused_tile_bytes : 8 * k_fused_tile_bytes;
+    const int64_t group = std::clamp<int64_t>(budget / per_tile, 6, std::max<int64_t>(6, (tiles + nth - 1) / nth));
+    const auto * in = static_cast<const float *>(x->data);   // (tile t's inputs: columns 2t, 2t + 1, 2t + 2)
+    const auto * bias = static_cast<const float *>(dst->src[2]->data);
+    auto * y = static_cast<float *>(dst->data);
+    thread_local std::vector<float> differences, products;
+    differences.resize(size_t(2 * group * channels));
+    products.resize(size_t(k_pair_points * group * rows));
+    each_group(tiles, group, ith, nth, [&](int64_t t0, int64_t count) {
+        for (int64_t t = 0; t < count; ++t) {
+            with_form([&](auto v) {
+                pair_tile_in(v, in + 2 * (t0 + t) * channels, channels, channels, differences.data() + t * channels,
+                             count * channels);
+            });
+        }
+        const column_source sources[k_pair_points] = {{differences.data(), channels, 0, 1, channels},
+                                                      {in + (2 * t0 + 1) * channels, 2 * channels, 0, 1, channels},
+                                                      {differences.data() + count * channels, channels, 0, 1, channels}};
+        for (int p = 0; p < k_pair_points; ++p) {
+            const ggml_tensor up = matrix_of(u, p);
+            launch_share({&up, sources[p], {nullptr, nullptr}, products.data() + p * count * rows, count, true}, 0, 1);
+        }
+        for (int64_t t = 0; t < count; ++t) {
+            with_form([&](auto v) {
+                pair_tile_out(v, products.data() + t * rows, count * rows, rows, bias, y + 2 * (t0 + t) * rows, rows);
+            });
+        }
+    });
+}
+
+// U's matrices laid out one after another in the f32 products' panels
+std::vector<uint8_t> laid_matrices(const std::vector<float> & u, int matrices, int64_t channels, int64_t rows) {
+    std::vector<uint8_t> out;
+    out.reserve(u.size() * sizeof(float));
+    for (int xi = 0; xi < matrices; ++xi) {
+        const float * matrix = u.data() + xi * rows * channels;
+        const std::vector<uint8_t> laid = with_form([&](auto v) { return panels_of(v, matrix, channels, rows); });
+        out.insert(out.end(), laid.begin(), laid.end());
     }
+    return out;
+}
+
+// a file's f16 or bf16 value i, in double
+double weight_value(const std::vector<uint8_t> & bytes, ggml_type type, int64_t i) {
+    uint16_t bits;
+    std::memcpy(&bits, bytes.data() + 2 * i, 2);
+    return double(type == GGML_TYPE_F16 ? ggml_fp16_to_fp32(bits) : ggml_bf16_to_fp32(ggml_bf16_t{bits}));
 }
 
 }  // namespace
@@ -293,10 +358,6 @@ std::vector<uint8_t> winograd_weights(const std::vector<uint8_t> & file_bytes, g
         file_bytes.size() != size_t(rows * channels * k_winograd_taps) * 2) {
         throw std::invalid_argument("winograd_weights: not a convolution this form applies to");
     }
-    const auto * values = reinterpret_cast<const uint16_t *>(file_bytes.data());
-    auto value = [&](int64_t i) {
-        return double(type == GGML_TYPE_F16 ? ggml_fp16_to_fp32(values[i]) : ggml_bf16_to_fp32(ggml_bf16_t{values[i]}));
-    };
     // U[xi][row][channel] = sum_k G[xi][k] W[row][channel][k], in double, rounded once to f32
     std::vector<float> u(size_t(k_winograd_points * rows * channels));
     double g[k_winograd_points][k_winograd_taps];
@@ -306,7 +367,9 @@ std::vector<uint8_t> winograd_weights(const std::vector<uint8_t> & file_bytes, g
     for (int64_t r = 0; r < rows; ++r) {
         for (int64_t c = 0; c < channels; ++c) {
             double w[k_winograd_taps];
-            for (int k = 0; k < k_winograd_taps; ++k) w[k] = value((r * channels + c) * k_winograd_taps + k);
+            for (int k = 0; k < k_winograd_taps; ++k) {
+                w[k] = weight_value(file_bytes, type, (r * channels + c) * k_winograd_taps + k);
+            }
             for (int xi = 0; xi < k_winograd_points; ++xi) {
                 double s = 0;
                 for (int k = 0; k < k_winograd_taps; ++k) s += g[xi][k] * w[k];
@@ -314,14 +377,7 @@ std::vector<uint8_t> winograd_weights(const std::vector<uint8_t> & file_bytes, g
             }
         }
     }
-    std::vector<uint8_t> out;
-    out.reserve(u.size() * sizeof(float));
-    for (int xi = 0; xi < k_winograd_points; ++xi) {
-        const float * matrix = u.data() + xi * rows * channels;
-        const std::vector<uint8_t> laid = with_form([&](auto v) { return panels_of(v, matrix, channels, rows); });
-        out.insert(out.end(), laid.begin(), laid.end());
-    }
-    return out;
+    return laid_matrices(u, k_winograd_points, channels, rows);
 #else
     (void)file_bytes, (void)type, (void)channels, (void)rows;
     throw std::invalid_argument("winograd_weights: no f32 products on this CPU");
@@ -358,6 +414,54 @@ ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * x
 #endif
 }
 
+bool tconv_pairs_applies(ggml_type type, int64_t c_in, int64_t rows) {
+#ifdef KAZEIA_FMA_PRODUCTS
+    // (whole registers of channels and rows in every form: the transforms have no tail)
+    return c_in % 16 == 0 && !measurement_switches_in_force().no_winograd && fma_panels_apply(type, 2 * c_in, rows) &&
+           k_pair_points * c_in * rows * int64_t(sizeof(float)) <= k_pairs_weight_bytes;
+#else
+    (void)type, (void)c_in, (void)rows;
+    return false;
+#endif
+}
+
+std::vector<uint8_t> tconv_pairs_weights(const std::vector<uint8_t> & two_taps, ggml_type type, int64_t c_in,
+                                         int64_t rows) {
+#ifdef KAZEIA_FMA_PRODUCTS
+    if (!tconv_pairs_applies(type, c_in, rows) || two_taps.size() != size_t(rows * 2 * c_in) * 2) {
+        throw std::invalid_argument("tconv_pairs_weights: not a transposed convolution this form applies to");
+    }
+    // U[p][row][channel]: A, A + B (exact in double, rounded once), B
+    std::vector<float> u(size_t(k_pair_points * rows * c_in));
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < c_in; ++c) {
+            const double a = weight_value(two_taps, type, 2 * r * c_in + c);
+            const double b = weight_value(two_taps, type, (2 * r + 1) * c_in + c);
+            const double points[k_pair_points] = {a, a + b, b};
+            for (int p = 0; p < k_pair_points; ++p) u[size_t((p * rows + r) * c_in + c)] = float(points[p]);
+        }
+    }
+    return laid_matrices(u, k_pair_points, c_in, rows);
+#else
+    (void)two_taps, (void)type, (void)c_in, (void)rows;
+    throw std::invalid_argument("tconv_pairs_weights: no f32 products on this CPU");
+#endif
+}
+
+ggml_tensor * tconv_pairs(ggml_context * ctx, ggml_tensor * u, ggml_tensor * x, ggml_tensor * bias) {
+#ifdef KAZEIA_FMA_PRODUCTS
+    const int64_t n = x->ne[1] - 1;
+    GGML_ASSERT(x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] == u->ne[0] && u->type == GGML_TYPE_F32 &&
+                u->ne[2] == k_pair_points && bias && bias->type == GGML_TYPE_F32 && bias->ne[0] == u->ne[1]);
+    GGML_ASSERT(n > 0 && n % 2 == 0);
+    ggml_tensor * args[] = {u, x, bias};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, u->ne[1], n, 1, 1, args, 3, pairs_op, GGML_N_TASKS_MAX, nullptr);
+#else
+    (void)ctx, (void)u, (void)x, (void)bias;
+    return nullptr;
+#endif
+}
+
 namespace {
 
 // ggml_custom_4d's parameters as ggml keeps them in op_params (its ggml_custom_op_params)
@@ -380,7 +484,7 @@ ggml_custom_op_t custom_function(const ggml_tensor * t) { return params_of(t).fu
 bool is_winograd_op(const ggml_tensor * t) {
 #ifdef KAZEIA_FMA_PRODUCTS
     const ggml_custom_op_t fun = custom_function(t);
-    return fun && (fun == input_op || fun == product_op || fun == output_op || fun == fused_op);
+    return fun && (fun == input_op || fun == product_op || fun == output_op || fun == fused_op || fun == pairs_op);
 #else
     (void)t;
     return false;
@@ -392,6 +496,7 @@ int64_t winograd_product_macs(const ggml_tensor * t) {
     const ggml_custom_op_t fun = custom_function(t);
     const ggml_tensor * u = t->src[0];
     if (fun == product_op) return t->ne[1] * u->ne[0] * u->ne[1];   // (10 columns a tile, each a full product)
+    if (fun == pairs_op) return t->ne[1] / 2 * k_pair_points * u->ne[0] * u->ne[1];
     if (fun == fused_op) {
         const winograd_pattern & p = pattern_of(params_of(t).userdata);
         return t->ne[1] / p.period * int64_t(p.tiles.size()) * k_winograd_points * u->ne[0] * u->ne[1];

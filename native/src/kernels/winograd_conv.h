@@ -64,8 +64,26 @@ ggml_tensor * conv_winograd(ggml_context * ctx, ggml_tensor * u, ggml_tensor * x
                             ggml_tensor * bias, ggml_tensor * residual = nullptr,
                             winograd_steps steps = winograd_steps::in_cache);
 
-// Whether a graph node is one of this form's three steps (transform in, products, transform out),
-// and the multiply-adds of its products (0 for the other steps and any other node).
+// The transposed convolutions (kernel 2s, stride s) as two taps per output phase over their input,
+// phase p of input i being A_p x[i-1] + B_p x[i] (rows: s x Cout), two inputs at a time in
+// Winograd's F(2, 2): m0 = A (x[2t-1] - x[2t]), m1 = (A + B) x[2t], m2 = B (x[2t+1] - x[2t]);
+// y[2t] = m0 + m1, y[2t+1] = m1 + m2. Three products where the two taps take four; U = [A, A + B,
+// B] in f32 (A + B summed in double, rounded once), ~130 dB from the exact sums. A tile is two
+// inputs from an even place of its launch, so launches of whole frames of an even number of inputs
+// tile alike (streaming stays exact). Applies where U fits in k_pairs_weight_bytes (the vocoder's
+// first block, 113 MB as f32, keeps its two f16 taps: it streams its weights at a few frames a
+// launch).
+bool tconv_pairs_applies(ggml_type type, int64_t c_in, int64_t rows);
+// U from the two taps [rows][2][c_in] of `type` (f16 or bf16; tap 0 reads the input before):
+// three f32 matrices [rows][c_in], each laid out in the f32 products' panels.
+std::vector<uint8_t> tconv_pairs_weights(const std::vector<uint8_t> & two_taps, ggml_type type, int64_t c_in,
+                                         int64_t rows);
+// The transposed convolution over x f32 [c_in, 1 + n] (one input of history, n even), u f32
+// [c_in, rows, 3], plus bias [rows] -> f32 [rows, n] (output column i: the s phases of input i).
+ggml_tensor * tconv_pairs(ggml_context * ctx, ggml_tensor * u, ggml_tensor * x, ggml_tensor * bias);
+
+// Whether a graph node is one of these forms' steps (transform in, products, transform out, or all
+// three in one), and the multiply-adds of its products (0 for the other steps and any other node).
 bool is_winograd_op(const ggml_tensor * t);
 int64_t winograd_product_macs(const ggml_tensor * t);
 
