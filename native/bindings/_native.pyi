@@ -9,7 +9,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderRunner', 'SpeechDecoderSession', 'ThreadPool', 'TtsRunner', 'TtsSession', 'TtsWeights', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_conv_fma', 'compare_conv_winograd', 'compare_gemm_bf16', 'compare_gemm_fma', 'compare_gemm_int8', 'compare_gemv_k_quant', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'cpu_level', 'cpu_level_names', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
+__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderRunner', 'SpeechDecoderSession', 'ThreadPool', 'TtsRunner', 'TtsSession', 'TtsWeights', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_conv_fma', 'compare_conv_winograd', 'compare_gemm_bf16', 'compare_gemm_fma', 'compare_gemm_int8', 'compare_gemv_k_quant', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'compare_tconv_pairs', 'cpu_level', 'cpu_level_names', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
 class ModelLoadError(ValueError):
     pass
 class Model:
@@ -243,9 +243,9 @@ def compare_conv_fma(type: str, channels: typing.SupportsInt | typing.SupportsIn
     """
     A causal convolution with random f16 or bf16 weights [taps x channels, rows] over taps x n samples, plus bias and residual: (applied?, im2col + the f32-arithmetic GEMM + adds, the convolution op reading its f32 input in place, the same again), each [taps * n - (taps - 1) * dilation, rows]
     """
-def compare_conv_winograd(type: str, channels: typing.SupportsInt | typing.SupportsIndex, rows: typing.SupportsInt | typing.SupportsIndex, dilation: typing.SupportsInt | typing.SupportsIndex, period: typing.SupportsInt | typing.SupportsIndex, frames: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
+def compare_conv_winograd(type: str, channels: typing.SupportsInt | typing.SupportsIndex, rows: typing.SupportsInt | typing.SupportsIndex, dilation: typing.SupportsInt | typing.SupportsIndex, period: typing.SupportsInt | typing.SupportsIndex, frames: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
-    A seven-tap causal convolution with random f16 or bf16 weights over frames x period outputs (after 9 x dilation of history), plus bias and residual: (applied?, the direct f32-product op, Winograd's F(4,7) form in one launch, the same one launch per frame, the exact sums in double), each [frames * period, rows]
+    A seven-tap causal convolution with random f16 or bf16 weights over frames x period outputs (after 9 x dilation of history), plus bias and residual: (applied?, the direct f32-product op, Winograd's F(4,7) form in one launch, the same one launch per frame, the same in three separate ops over all tiles, the exact sums in double), each [frames * period, rows]
     """
 def compare_gemm_bf16(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
@@ -282,6 +282,10 @@ def compare_prefill_attention(head_dim: typing.SupportsInt | typing.SupportsInde
 def compare_repacked_matmul(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
     """
     W x for a random q4_K W through the plain and the CPU's repacked layout: (repacked?, plain, repacked)
+    """
+def compare_tconv_pairs(type: str, c_in: typing.SupportsInt | typing.SupportsIndex, rows: typing.SupportsInt | typing.SupportsIndex, period: typing.SupportsInt | typing.SupportsIndex, frames: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
+    """
+    A transposed convolution as two taps per phase (random f16 or bf16 [rows][2][c_in]) over frames x period inputs after one of history, plus bias: (applied?, the two-tap f32-product convolution, Winograd's F(2,2) in one launch, the same one launch per frame, the exact sums in double), each [frames * period, rows]
     """
 def cpu_level() -> dict:
     """
