@@ -1,6 +1,7 @@
 // The speech decoder's weights as its graphs read them: bound from the file once per model
-// (convolution kernels rearranged tap-major, transposed ones by phase, Snake's exponentials
-// precomputed, bf16 matrices re-laid as f16 where that is faster), then only read.
+// (convolution kernels rearranged tap-major, transposed ones as two taps per output phase or those
+// taps in Winograd's F(2, 2), seven-tap ones in F(4, 7), Snake's exponentials precomputed, bf16
+// matrices re-laid as f16 where that is faster), then only read.
 #pragma once
 
 #include <string>
