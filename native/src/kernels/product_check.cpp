@@ -350,6 +350,38 @@ double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t
 }  // namespace kazeia
 
 namespace kazeia {
+namespace {
+
+// A check's weights in CPU memory: the direct form's [rows][taps][channels] in f32-product panels,
+// the transformed form's U [points][rows][channels] in f32, and the bias.
+struct laid_weights {
+    ggml_context * ctx;
+    ggml_backend_buffer_t buf;
+    ggml_tensor * direct;
+    ggml_tensor * u;
+    ggml_tensor * bias;
+    laid_weights(ggml_type type, int64_t channels, int taps, int64_t rows, int points, const std::vector<uint8_t> & panels,
+                 const std::vector<uint8_t> & u_bytes, const std::vector<float> & bias_values) {
+        ggml_init_params params{ggml_tensor_overhead() * 8, nullptr, true};
+        ctx = ggml_init(params);
+        direct = ggml_new_tensor_3d(ctx, type, channels, taps, rows);
+        u = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, channels, rows, points);
+        bias = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, rows);
+        buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+        ggml_backend_tensor_set(direct, panels.data(), 0, panels.size());
+        ggml_backend_tensor_set(u, u_bytes.data(), 0, u_bytes.size());
+        ggml_backend_tensor_set(bias, bias_values.data(), 0, bias_values.size() * sizeof(float));
+        mark_fma_panels(direct);
+    }
+    ~laid_weights() {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+    }
+    laid_weights(const laid_weights &) = delete;
+    laid_weights & operator=(const laid_weights &) = delete;
+};
+
+}  // namespace
 
 winograd_check check_conv_winograd(const std::string & type_name, int64_t channels, int64_t rows, int dilation,
                                    int64_t period, int64_t frames, uint64_t seed) {
@@ -390,16 +422,10 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
     const std::vector<uint8_t> laid = fma_panels(tap_major, type, taps * channels, rows);
     const std::vector<uint8_t> u_bytes = winograd_weights(file, type, channels, rows);
 
-    ggml_init_params params{ggml_tensor_overhead() * 8, nullptr, true};
-    ggml_context * wctx = ggml_init(params);
-    ggml_tensor * wt = ggml_new_tensor_3d(wctx, type, channels, taps, rows);
-    ggml_tensor * ut = ggml_new_tensor_3d(wctx, GGML_TYPE_F32, channels, rows, k_winograd_points);
-    ggml_tensor * bt = ggml_new_tensor_1d(wctx, GGML_TYPE_F32, rows);
-    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_buffer_type());
-    ggml_backend_tensor_set(wt, laid.data(), 0, laid.size());
-    ggml_backend_tensor_set(ut, u_bytes.data(), 0, u_bytes.size());
-    ggml_backend_tensor_set(bt, bias.data(), 0, bias.size() * sizeof(float));
-    mark_fma_panels(wt);
+    const laid_weights weights(type, channels, taps, rows, k_winograd_points, laid, u_bytes, bias);
+    ggml_tensor * wt = weights.direct;
+    ggml_tensor * ut = weights.u;
+    ggml_tensor * bt = weights.bias;
 
     graph_runner runner(std::make_shared<thread_pool>(2));
     for (int way = 0; way < 4; ++way) {
@@ -434,8 +460,6 @@ winograd_check check_conv_winograd(const std::string & type_name, int64_t channe
         dst.resize(size_t(ggml_nelements(y)));
         ggml_backend_tensor_get(y, dst.data(), 0, ggml_nbytes(y));
     }
-    ggml_backend_buffer_free(wbuf);
-    ggml_free(wctx);
 
     out.exact.resize(size_t(rows * n));
     for (int64_t t = 0; t < n; ++t) {
@@ -479,16 +503,10 @@ winograd_check check_tconv_pairs(const std::string & type_name, int64_t c_in, in
     const std::vector<uint8_t> laid = fma_panels(file, type, 2 * c_in, rows);
     const std::vector<uint8_t> u_bytes = tconv_pairs_weights(file, type, c_in, rows);
 
-    ggml_init_params params{ggml_tensor_overhead() * 8, nullptr, true};
-    ggml_context * wctx = ggml_init(params);
-    ggml_tensor * wt = ggml_new_tensor_3d(wctx, type, c_in, 2, rows);
-    ggml_tensor * ut = ggml_new_tensor_3d(wctx, GGML_TYPE_F32, c_in, rows, 3);
-    ggml_tensor * bt = ggml_new_tensor_1d(wctx, GGML_TYPE_F32, rows);
-    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_buffer_type());
-    ggml_backend_tensor_set(wt, laid.data(), 0, laid.size());
-    ggml_backend_tensor_set(ut, u_bytes.data(), 0, u_bytes.size());
-    ggml_backend_tensor_set(bt, bias.data(), 0, bias.size() * sizeof(float));
-    mark_fma_panels(wt);
+    const laid_weights weights(type, c_in, 2, rows, 3, laid, u_bytes, bias);   // (U: [A, A+B, B])
+    ggml_tensor * wt = weights.direct;
+    ggml_tensor * ut = weights.u;
+    ggml_tensor * bt = weights.bias;
 
     graph_runner runner(std::make_shared<thread_pool>(2));
     for (int way = 0; way < 3; ++way) {
@@ -516,8 +534,6 @@ winograd_check check_tconv_pairs(const std::string & type_name, int64_t c_in, in
         dst.resize(size_t(ggml_nelements(y)));
         ggml_backend_tensor_get(y, dst.data(), 0, ggml_nbytes(y));
     }
-    ggml_backend_buffer_free(wbuf);
-    ggml_free(wctx);
 
     out.exact.resize(size_t(rows * n));
     for (int64_t t = 0; t < n; ++t) {
