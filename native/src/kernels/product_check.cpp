@@ -347,9 +347,6 @@ double gemm_gflops(const std::string & type, int64_t rows, int64_t cols, int64_t
     return gemm_gflops_of(type_from_name(type), rows, cols, n, threads, reps, kazeia);
 }
 
-}  // namespace kazeia
-
-namespace kazeia {
 namespace {
 
 // A check's weights in CPU memory: the direct form's [rows][taps][channels] in f32-product panels,
