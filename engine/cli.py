@@ -297,6 +297,9 @@ def _cmd_devices(args) -> int:
     from kazeia import _native
 
     from .platform_info import cpu_level, describe_cpu_level, ggml_build
+    if args.levels:   # (for scripts: the levels to run the kernel checks at)
+        print(*cpu_level()["available"])
+        return 0
     devices = _native.devices()
     build, level = ggml_build(), cpu_level()
     if args.json:
@@ -621,6 +624,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("devices", help="list ggml devices")
     d.add_argument("--json", action="store_true")
+    d.add_argument("--levels", action="store_true",
+                   help="print only the CPU levels of Kazeia's kernels this CPU can run, highest first, on one line")
     d.add_argument("--check", action="store_true",
                    help="run every available placement on a model: where each stage ran, audio vs cpu")
     d.add_argument("--model", default="demo", help="model for --check (default: the demo model)")

@@ -2,7 +2,7 @@
 thread of the engine's own decodes the frames made so far on a second thread pool, so generation
 (which waits on memory) and decoding (which waits on arithmetic) share the cores instead of taking
 turns. The audio is the sequential run's bit for bit: a decoder session's output does not depend on
-how frames are grouped into pushes, nor on how many threads a launch uses (tests/test_overlap.py)."""
+how frames are grouped into pushes, nor on how many threads a launch uses (tests/engine/test_overlap.py)."""
 from __future__ import annotations
 
 import os

@@ -8,6 +8,7 @@
 #                                            the kernel checks and parity tests at every ARM level
 #   bash scripts/arm64.sh run CMD...         CMD on arm64 in the current folder, the arm64 venv's
 #                                            `kazeia` and `python` first on PATH
+#   bash scripts/arm64.sh ready              exit status 0 when the root and its venv are set up
 #
 # QEMU_CPU picks the emulated core for `run` (default max: NEON, dotprod, i8mm). Timings under
 # emulation mean nothing: only results are tested here.
@@ -116,126 +117,44 @@ setup() {
   enter env PIP_NO_COMPILE=1 python -m pip install -q --disable-pip-version-check "pytest>=8" "pytest-timeout>=2.3"
 }
 
-# The ARM64 leg (what CI runs): which level each emulated core gets; Kazeia's kernel checks at every
-# ARM level (KAZEIA_CPU caps them, as on x86), with the decoder's f16 weights against f32 where its
-# products differ (Kazeia's NEON form from neon up, ggml's at generic); the parity tests (greedy codes
-# against the reference's goldens, streamed == offline, batch == alone) on the core with every
-# feature, and the goldens again on one without i8mm. Batches of 8 are left to x86: under emulation
-# they take minutes each and test nothing batches of 4 do not.
+# The ARM64 leg (what CI runs), chosen by markers (docs/testing.md): the level each emulated core gets
+# (tests/native/test_emulated_cores.py); the kernel checks at every ARM level (KAZEIA_CPU caps them, as on
+# x86), the slow ones (the decoder's f16 weights against f32, its audio in every form) at the highest
+# and at generic only; the `arm64` tests (greedy codes against the reference's goldens, streamed ==
+# offline, batch == alone, the CPU level caps) on the core with every feature, the goldens again on one
+# without i8mm; then, on the host, the `arm64_host` tests: the NEON products against x86-64's bit for
+# bit, and the dependencies as wheels for arm64 Debian 12. Batches of 8 are `slow`, left to x86: under
+# emulation they take minutes each and test nothing batches of 4 do not.
 leg() {
-  # (no pytest-qt: the workbench is not tested on arm64, and its Qt needs libraries the root lacks)
+  # (no pytest-qt: the workbench is not tested on arm64, and its Qt needs libraries the root lacks;
+  # tests/native and tests/engine import no Qt)
   local pytest=(python -m pytest -p no:cacheprovider -p no:pytest-qt -q -ra --timeout=1800 --durations=5)
-  local kernels=(tests/test_placement.py tests/test_batch.py tests/test_cli.py tests/test_speech_decoder.py)
-  local checks="kernel or lanes or gemm or attention or panel or repacked or batch_products or f32_products_match or winograd or pairs"
-  local parity=(tests/test_tts.py::test_greedy_codes_and_audio_match_reference
-                tests/test_tts.py::test_stream_matches_synthesize_and_reports_timings
-                tests/test_batch.py::test_golden_cases_inside_a_batch_match_the_reference
-                tests/test_batch.py::test_a_sequence_alone_and_in_a_batch_at_full_block_counts
-                tests/test_speech_decoder.py::test_every_stage_matches_the_reference
-                tests/test_speech_decoder.py::test_streaming_equals_offline_for_any_feeding_pattern
-                -k "not -8]")
-  local core expected level k
+  local level marks
   cd "$repo"
-  for core in cortex-a53=neon cortex-a72=neon cortex-a76=dotprod neoverse-n1=dotprod max=i8mm; do
-    expected="${core#*=}" core="${core%=*}"
-    log "QEMU_CPU=$core: Kazeia's level must be $expected"
-    QEMU_CPU="$core" enter python -c 'import sys; from kazeia import _native
-names, d = _native.cpu_level_names(), _native.cpu_level()
-want = sys.argv[1]
-assert d["detected"] == d["level"] == want and d["available"] == names[names.index(want):], d
-print("  ", d["level"], d["available"])' "$expected"
-  done
-  read -r -a levels <<< "$(QEMU_CPU=max enter python -c 'from kazeia import _native; print(*_native.cpu_level()["available"])')"
+  log "the CPU level of each emulated core"
+  QEMU_CPU=max enter "${pytest[@]}" tests/native/test_emulated_cores.py "$@"
+  read -r -a levels <<< "$(QEMU_CPU=max enter kazeia devices --levels)"
   for level in "${levels[@]}"; do
-    k="$checks"
-    # (the caps test runs `kazeia` at every level itself: once is enough)
-    [[ "$level" == "${levels[0]}" ]] && k+=" or cpu_level_caps"
-    [[ "$level" == "${levels[0]}" || "$level" == generic ]] && k+=" or f16_weights or f32_products"
-    log "kernel checks at KAZEIA_CPU=$level (QEMU_CPU=max)"
-    QEMU_CPU=max KAZEIA_CPU="$level" enter "${pytest[@]}" "${kernels[@]}" -k "$k" "$@"
+    marks="kernels and not slow"
+    [[ "$level" == "${levels[0]}" || "$level" == generic ]] && marks="kernels"
+    log "kernel checks at KAZEIA_CPU=$level (QEMU_CPU=max): -m '$marks'"
+    QEMU_CPU=max KAZEIA_CPU="$level" enter "${pytest[@]}" tests/native tests/engine -m "$marks" "$@"
   done
-  log "parity tests on QEMU_CPU=max"
-  QEMU_CPU=max enter "${pytest[@]}" "${parity[@]}" "$@"
+  log "the arm64 tests on QEMU_CPU=max"
+  QEMU_CPU=max enter "${pytest[@]}" tests/native tests/engine -m "arm64 and not slow" "$@"
   log "the goldens on QEMU_CPU=cortex-a76 (no i8mm)"
-  QEMU_CPU=cortex-a76 enter "${pytest[@]}" tests/test_tts.py::test_greedy_codes_and_audio_match_reference "$@"
-  same_products_as_x86
-  dependencies_for_debian12
-}
-
-# The f32 products' NEON form against the x86-64 forms: the same seeded weights and columns, products
-# and convolutions of several shapes (direct and in Winograd's form), made here and on arm64, must be
-# equal bit for bit (one fused multiply-add chain per output in a fixed order, on both).
-same_products_as_x86() {
-  local host_python="$repo/.venv/bin/python" dir
-  if [[ ! -x "$host_python" ]]; then
-    log "no x86-64 venv ($host_python): the NEON form is not compared with the x86 forms"
-    return
+  QEMU_CPU=cortex-a76 enter "${pytest[@]}" tests/engine/test_tts.py -m "arm64 and parity" "$@"
+  log "on the host: the arm64 root's products against x86-64's, its dependencies for Debian 12"
+  if [[ -x "$repo/.venv/bin/python" ]]; then
+    "$repo/.venv/bin/python" -m pytest -p no:cacheprovider -q -ra tests -m arm64_host "$@"
+  else
+    log "no x86-64 venv ($repo/.venv): the host's checks are skipped"
   fi
-  log "the f32 products on arm64 (NEON) against x86-64 (AVX2/AVX-512), bit for bit"
-  dir="$(mktemp -d)"
-  local dump='import sys, numpy as np
-from kazeia import _native
-out = {}
-for t in ("f16", "bf16"):
-    for rows, cols, n in [(96, 672, 300), (192, 1344, 7), (16, 32, 1), (1024, 512, 4)]:
-        applied, _, ours, alone = _native.compare_gemm_fma(t, rows, cols, n, seed=rows)
-        assert applied and np.array_equal(ours, alone), (t, rows, cols, n)
-        out[f"gemm-{t}-{rows}-{cols}-{n}"] = ours
-    for ch, rows, taps, dil, n in [(96, 96, 7, 9, 300), (768, 768, 7, 3, 5), (32, 16, 7, 9, 20)]:
-        applied, _, in_place, _ = _native.compare_conv_fma(t, ch, rows, taps, dil, n, seed=rows)
-        assert applied, (t, ch, rows)
-        out[f"conv-{t}-{ch}-{rows}-{taps}-{dil}-{n}"] = in_place
-    for ch, rows, dil, period, frames in [(96, 96, 9, 1920, 1), (768, 768, 3, 32, 3), (32, 32, 9, 32, 2)]:
-        applied, _, whole, by_frame, *_ = _native.compare_conv_winograd(t, ch, rows, dil, period, frames, seed=rows)
-        assert applied and np.array_equal(whole, by_frame), (t, ch, rows, dil)
-        out[f"winograd-{t}-{ch}-{rows}-{dil}-{period}-{frames}"] = whole
-    for c_in, rows, period, frames in [(192, 288, 640, 1), (384, 768, 160, 2)]:
-        applied, _, whole, by_frame, _ = _native.compare_tconv_pairs(t, c_in, rows, period, frames, seed=rows)
-        assert applied and np.array_equal(whole, by_frame), (t, c_in, rows)
-        out[f"pairs-{t}-{c_in}-{rows}-{period}-{frames}"] = whole
-np.savez(sys.argv[1], **out)'
-  "$host_python" -c "$dump" "$dir/x86.npz"
-  QEMU_CPU=max enter python -c "$dump" "$dir/arm64.npz"
-  "$host_python" -c 'import sys, numpy as np
-a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
-assert sorted(a.files) == sorted(b.files)
-bad = [k for k in a.files if a[k].tobytes() != b[k].tobytes()]
-assert not bad, f"arm64 differs from x86-64 in {bad}"
-print(f"   {len(a.files)} products and convolutions: equal bit for bit")' "$dir/x86.npz" "$dir/arm64.npz"
-  rm -rf "$dir"
-}
-
-# The root above is Debian 13; on arm64 Debian 12 (Python 3.11, glibc 2.36: also Raspberry Pi OS)
-# every dependency must still come as a wheel that installs there: pip resolves them natively for
-# that platform, installing nothing, and says which PySide6 it took (pyproject.toml's aarch64 rule).
-dependencies_for_debian12() {
-  local host_python="$repo/.venv/bin/python" reqs report v platforms=()
-  [[ -x "$host_python" ]] || return 0
-  log "Kazeia's dependencies as wheels for arm64 Debian 12 (Python 3.11, glibc 2.36), resolved"
-  reqs="$(mktemp)" report="$(mktemp)"
-  (cd "$repo" && "$host_python" -c 'import tomllib
-from packaging.requirements import Requirement
-env = {"platform_machine": "aarch64", "python_version": "3.11", "python_full_version": "3.11.2",
-       "sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "implementation_name": "cpython",
-       "platform_python_implementation": "CPython", "extra": ""}
-project = tomllib.load(open("pyproject.toml", "rb"))["project"]
-for line in project["dependencies"] + project["optional-dependencies"]["test"]:
-    r = Requirement(line)
-    if r.marker is None or r.marker.evaluate(env):
-        r.marker = None
-        print(r)') > "$reqs"
-  for v in $(seq 36 -1 17); do platforms+=(--platform "manylinux_2_${v}_aarch64"); done
-  "$host_python" -m pip install -q --disable-pip-version-check --dry-run --ignore-installed --target "$(mktemp -d)" \
-    "${platforms[@]}" --platform manylinux2014_aarch64 --platform linux_aarch64 --implementation cp \
-    --python-version 3.11 --only-binary=:all: --report "$report" -r "$reqs"
-  "$host_python" -c 'import json, sys
-picked = {i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"] for i in json.load(open(sys.argv[1]))["install"]}
-print(f"   {len(picked)} packages, all wheels; PySide6-Essentials", picked["pyside6-essentials"])' "$report"
-  rm -f "$reqs" "$report"
 }
 
 case "${1:-}" in
   setup) setup ;;
+  ready) need_host && [[ -f "$root/.complete" && -x "$root$venv/bin/kazeia" ]] ;;
   run)
     shift
     (($#)) || die "usage: arm64.sh run CMD..."
@@ -246,5 +165,5 @@ case "${1:-}" in
     shift
     setup
     leg "$@" ;;
-  *) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One short run on a machine with an NVIDIA GPU (the device tool's lent H200): builds the CUDA ggml
-# (cached), installs Kazeia, runs the placement tests on the GPU and `kazeia bench --placements` for
+# (cached), installs Kazeia, runs the `accel` tests on the GPU and `kazeia bench --placements` for
 # 0.6B (every placement, stage by stage, with accuracy against f32 on the CPU), and writes JSON and
 # logs under $OUT (default ./device-check). Run from the repository root:
 #
@@ -23,7 +23,7 @@ fi
 .venv/bin/kazeia devices --json > "$out/devices.json"
 .venv/bin/kazeia devices --check > "$out/devices-check.txt" 2>&1
 echo "devices --check exit $?" >> "$out/devices-check.txt"
-.venv/bin/python -m pytest -p no:cacheprovider tests/test_placement.py -ra > "$out/test_placement.log" 2>&1
+.venv/bin/python -m pytest -p no:cacheprovider tests -m accel -ra > "$out/test_placement.log" 2>&1
 echo "placement tests exit $?" | tee -a "$out/test_placement.log"
 threads=$(( $(nproc) > 8 ? 8 : $(nproc) ))
 .venv/bin/kazeia bench --placements --size 0.6b --frames 40 --threads "$threads" -q --json "$out/bench-placements-0.6b.json" \

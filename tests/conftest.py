@@ -1,4 +1,5 @@
-"""Shared fixtures: the committed reference goldens and models converted from them."""
+"""Shared fixtures: the committed reference goldens, models converted from them and engines on them;
+the gui marker for tests/workbench; measurements printed in the run's summary."""
 from __future__ import annotations
 
 import json
@@ -14,17 +15,18 @@ import pytest
 # configuration adds a capture device that records what the workbench plays.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
-_alsa = Path(__file__).parent / "alsa" / "capture.conf"
+_TESTS = Path(__file__).parent
+_alsa = _TESTS / "support" / "alsa" / "capture.conf"
 os.environ["ALSA_CONFIG_PATH"] = f"/usr/share/alsa/alsa.conf:{_alsa}"
 # ALSA resolves the file names once per process: one capture file for the session. The devices pipe
 # into a sink that paces them to real time (24 kHz float32 mono, what the workbench plays).
 if "KAZEIA_CAPTURE_OUT" not in os.environ:
     os.environ["KAZEIA_CAPTURE_OUT"] = os.path.join(tempfile.mkdtemp(prefix="kazeia-capture-"), "capture.raw")
-    _sink = [sys.executable, str(Path(__file__).parent / "alsa" / "paced_sink.py")]
+    _sink = [sys.executable, str(_TESTS / "support" / "alsa" / "paced_sink.py")]
     os.environ["KAZEIA_CAPTURE_FILE"] = "|" + shlex.join([*_sink, os.environ["KAZEIA_CAPTURE_OUT"], str(24000 * 4)])
     os.environ["KAZEIA_SILENT_SINK"] = "|" + shlex.join([*_sink, os.devnull, str(24000 * 4)])
 
-from goldens import GOLDEN, checkpoint_dir
+from support.goldens import GOLDEN, checkpoint_dir
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -55,6 +57,19 @@ def converted(tmp_path_factory):
     return get
 
 
+@pytest.fixture(scope="module")
+def engines(converted):
+    """engines(variant) -> an Engine (2 threads) on the tiny reference checkpoint's f32 conversion."""
+    from kazeia.engine import Engine, open_model
+    cache = {}
+
+    def get(variant):
+        if variant not in cache:
+            cache[variant] = Engine(open_model(converted(variant, "f32")), threads=2)
+        return cache[variant]
+    return get
+
+
 _MEASUREMENTS: list[str] = []
 
 
@@ -63,6 +78,13 @@ def report():
     """report("f16 vs f32: ...") - lines printed in the summary of every run (numbers a reader
     of CI output should see, e.g. precision of quantised weights)."""
     return _MEASUREMENTS.append
+
+
+def pytest_collection_modifyitems(items):
+    # a layer's folder says what its tests need: tests/workbench's need Qt (the X11 pass reruns them)
+    for item in items:
+        if item.path.is_relative_to(_TESTS / "workbench"):
+            item.add_marker(pytest.mark.gui)
 
 
 def pytest_terminal_summary(terminalreporter):

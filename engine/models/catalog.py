@@ -30,7 +30,7 @@ class KnownModel:
 # Sizes from the parameter counts of the release (tests/golden/inventory_real.json, all bf16): the
 # checkpoint plus its speech_tokenizer/ (170.6 M: decoder 114.3 M, Mimi encoder 56.2 M) at 2 bytes,
 # about 5 MB of tokenizer files; converted: each tensor at its planned type, about 7 MB of metadata.
-# tests/test_pull.py recomputes them.
+# tests/models/test_pull.py recomputes them.
 KNOWN_MODELS = (
     KnownModel("0.6b-customvoice", "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice", "0.6B", "custom_voice",
                "9 built-in speakers", 2158, 977),

@@ -1,5 +1,5 @@
 // The kernel checks and timings as Python functions: each product of Kazeia's kernels beside
-// ggml's on random data (tests/test_kernels*.py, kazeia bench).
+// ggml's on random data (tests/native/test_*kernels.py, kazeia bench).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from goldens import checkpoint_dir
+from support.goldens import checkpoint_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO_ROOT / "engine" / "reference"

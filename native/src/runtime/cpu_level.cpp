@@ -181,7 +181,7 @@ std::vector<kernel_status> kernel_statuses() {
 #if defined(__aarch64__)
     // ARM64: the decoder's products are Kazeia's; the talker's and code predictor's are ggml's own
     // (its NEON/SDOT/SMMLA quantised products, as built), which already hold a column's result
-    // whatever shares its launch (tests/test_batch.py checks it at every level)
+    // whatever shares its launch (tests/native/test_kernels.py checks it at every level)
     return {
         {"gemm_fma_neon", "f32-arithmetic GEMM and convolution for f16 and bf16 decoder weights, NEON form (the x86 forms' numbers)",
          "neon", cpu_allows(cpu_level::neon),

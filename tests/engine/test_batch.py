@@ -1,0 +1,221 @@
+"""Many sessions on one model: a sequence's codes must not depend on what shares its steps. Greedy
+golden cases inside batches of 1, 2, 4 and 8 (mixed with other requests of other lengths, some
+joining late) against the reference; seeded sampling unchanged by the batch; cancel and early stops
+leave the others untouched; several streams from threads share one batch."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from kazeia import _native
+from kazeia.engine import Engine, Request, SamplingParams, open_model
+
+from support.goldens import CASES, MANIFEST, case_request
+
+
+def golden_request(engine, case):
+    _, text, request, g = case_request(case)
+    greedy = SamplingParams.from_model(engine.info, max_frames=len(g["codes"])).greedy()
+    return Request(text, sampling=greedy, **request), g
+
+
+@pytest.mark.arm64
+@pytest.mark.parity
+@pytest.mark.parametrize("batch", [1, 2, 4, pytest.param(8, marks=pytest.mark.slow)])   # (8: minutes under emulation)
+@pytest.mark.parametrize("variant", sorted({m["variant"] for m in MANIFEST["cases"].values()}))
+def test_golden_cases_inside_a_batch_match_the_reference(engines, variant, batch):
+    engine = engines(variant)
+    cases = [c for c in CASES if MANIFEST["cases"][c]["variant"] == variant]
+    golden = [golden_request(engine, c) for c in cases]
+    # the rest of the batch: the same texts, sampled, at other lengths (they leave early or late)
+    fillers = []
+    for i in range(max(batch - 1, 0) + 2 * batch):
+        r, g = golden[i % len(golden)]
+        fillers.append(Request(r.text, speaker=r.speaker, language=r.language, instruct=r.instruct, voice=r.voice,
+                               streaming_text=r.streaming_text,
+                               sampling=SamplingParams.from_model(engine.info, seed=100 + i, max_frames=3 + 5 * i)))
+    requests = [r for r, _ in golden] + fillers   # more requests than slots: later ones join as others leave
+    results = engine.synthesize_many(requests, max_batch=batch)
+    for (r, g), res in zip(golden, results):
+        assert np.array_equal(res.codes, g["codes"]), r.text
+        assert res.stop_reason == "limit"
+        assert float(np.abs(res.audio - g["wav"]).max()) <= 1e-4
+    for r, res in zip(fillers, results[len(golden):]):
+        assert len(res.codes) == r.sampling.max_frames or res.stop_reason == "eos"
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from kazeia.engine import demo_model_path
+    return Engine.load(demo_model_path(), threads=2)
+
+
+def sampled(engine, seed, frames, **kw):
+    return SamplingParams.from_model(engine.info, seed=seed, max_frames=frames, **kw)
+
+
+def test_seeded_sampling_does_not_depend_on_the_batch(demo):
+    texts = ["The same seed gives the same voice.", "Other company.", "A third request, longer than the rest.",
+             "Short."]
+    speakers = ["vivian", "ryan", "eric", "serena"]
+    alone = [demo.synthesize(t, speaker=s, sampling=sampled(demo, 7 + i, 20 + 3 * i, temperature=0.6 + 0.1 * i))
+             for i, (t, s) in enumerate(zip(texts, speakers))]
+    together = demo.synthesize_many([Request(t, speaker=s, sampling=sampled(demo, 7 + i, 20 + 3 * i,
+                                                                            temperature=0.6 + 0.1 * i))
+                                     for i, (t, s) in enumerate(zip(texts, speakers))], max_batch=4)
+    for a, b in zip(alone, together):
+        assert np.array_equal(a.codes, b.codes) and np.array_equal(a.audio, b.audio)
+    assert len({a.codes.tobytes() for a in alone}) == len(alone)   # really different requests
+
+
+def native_requests(engine, n):
+    texts = ["Two runners share one set of weights.", "Each has its own graphs.", "A third one."]
+    out = []
+    for i in range(n):
+        plan, sampling, _, _ = engine.prepare(texts[i % len(texts)], speaker=["vivian", "ryan", "eric"][i % 3],
+                                              sampling=sampled(engine, 11 + i, 30 + 5 * i))
+        out.append(engine._request(plan, sampling))
+    return out
+
+
+def run_on_threads(jobs, timeout=120):
+    """Each job on its own thread, started together; their results (an exception fails the test)."""
+    results, errors = [None] * len(jobs), []
+    start = threading.Barrier(len(jobs))
+
+    def run(i):
+        try:
+            start.wait()
+            results[i] = jobs[i]()
+        except BaseException as e:   # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    assert not any(t.is_alive() for t in threads), "a runner did not finish"
+    assert not errors, errors
+    return results
+
+
+def test_two_runners_on_one_set_of_weights_run_at_once_and_match_alone(demo):
+    """The weights are bound once; two runners over them (each with its own pool, so on two threads
+    at the same time) give every request exactly the codes it gets alone, again and again; runners
+    that share one pool take turns and give the same."""
+    requests = native_requests(demo, 2)
+    alone = [demo._runner.generate(r, None)["codes"] for r in requests]
+    assert not np.array_equal(alone[0][:10], alone[1][:10])   # really different requests
+
+    def repeated(runner, request):
+        return lambda: [runner.generate(request, None)["codes"] for _ in range(3)]
+    own = [_native.TtsRunner(demo._weights, _native.ThreadPool(1)) for _ in requests]
+    shared_pool = _native.ThreadPool(2)
+    shared = [_native.TtsRunner(demo._weights, shared_pool) for _ in requests]
+    for runners in (own, shared):
+        for got, want in zip(run_on_threads([repeated(r, q) for r, q in zip(runners, requests)]), alone):
+            assert all(np.array_equal(g, want) for g in got)
+
+
+def test_a_session_is_stepped_by_any_runner_of_its_weights_and_refused_by_others(demo):
+    request = native_requests(demo, 1)[0]
+    alone = demo._runner.generate(request, None)["codes"]
+    a, b = (_native.TtsRunner(demo._weights, _native.ThreadPool(1)) for _ in range(2))
+    session = a.open(request)
+    turn = 0
+    while not session.done:
+        (a, b)[turn % 2].step([session])
+        turn += 1
+    assert np.array_equal(session.result()["codes"], alone)
+    other = _native.TtsRunner(_native.TtsWeights(demo.model.native), _native.ThreadPool(1))
+    with pytest.raises(ValueError, match="a session of other weights"):
+        other.step([a.open(request)])
+
+
+def test_streams_from_threads_run_in_one_batch_and_one_can_be_cancelled(demo):
+    engine = Engine(demo.model, threads=2, max_batch=4)
+    texts = [f"Stream number {i} speaks while the others do." for i in range(4)]
+    alone = [demo.synthesize(t, speaker="vivian", sampling=sampled(demo, i, 40)) for i, t in enumerate(texts)]
+    results, cancelled = [None] * 4, {}
+    started = threading.Barrier(4)
+
+    def listen(i):
+        started.wait()
+        stream = engine.stream(texts[i], speaker="vivian", sampling=sampled(demo, i, 40))
+        for n, chunk in enumerate(stream):
+            if i == 3 and n == 1:   # one listener gives up after two chunks
+                stream.cancel()
+                cancelled["delivered"] = chunk.first_frame + chunk.frames
+        results[i] = stream.result
+    threads = [threading.Thread(target=listen, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert engine._batcher.largest_batch >= 2   # they really shared steps
+    for i in range(3):
+        assert np.array_equal(results[i].codes, alone[i].codes) and np.array_equal(results[i].audio, alone[i].audio)
+    r = results[3]
+    assert r.stop_reason == "cancelled" and len(r.codes) >= cancelled["delivered"] and len(r.codes) < 40
+    assert np.array_equal(r.codes, alone[3].codes[:len(r.codes)])
+
+
+def test_a_late_joiner_and_a_bad_request_leave_the_others_untouched(demo):
+    engine = Engine(demo.model, threads=2, max_batch=3)
+    first = engine.stream("The first one starts alone.", speaker="ryan", sampling=sampled(demo, 1, 30))
+    next(first)
+    late = engine.stream("The second joins later.", speaker="ryan", sampling=sampled(demo, 2, 10))
+    a, b = first.wait(60), late.wait(60)
+    assert np.array_equal(a.codes, demo.synthesize("The first one starts alone.", speaker="ryan",
+                                                   sampling=sampled(demo, 1, 30)).codes)
+    assert np.array_equal(b.codes, demo.synthesize("The second joins later.", speaker="ryan",
+                                                   sampling=sampled(demo, 2, 10)).codes)
+    with pytest.raises(ValueError, match="speaker"):
+        engine.synthesize_many([Request("Fine.", speaker="ryan"), Request("Bad.", speaker="nobody")])
+
+
+@pytest.mark.arm64
+@pytest.mark.parametrize("type_", ["q8_0", "q6_k", "q5_k"])
+def test_a_sequence_alone_and_in_a_batch_at_full_block_counts(tmp_path_factory, type_):
+    """The tiny goldens' rows hold two q8_0 blocks, where every product sums alike; a "small" model's
+    rows hold several (q8_0) or whole q6_K and q5_K blocks, so the kernels' four-accumulator paths run as at
+    full size. The code predictor feeds two rows at its first sub-step: alone they must be summed as
+    in a batch (this caught a single path that used ggml's multi-column product there)."""
+    from kazeia.engine import make_random_model
+    path = make_random_model(tmp_path_factory.mktemp("small") / f"small-{type_}.gguf", size="small",
+                             out_type=type_, progress=False)
+    engine = Engine(open_model(path), threads=2)
+    assert engine.info.stage_type("code_predictor") == type_.replace("_k", "_K")
+    texts = ["One sequence alone and in company.", "Another voice.", "A third, longer request than the others.",
+             "Four."]
+    for greedy in (True, False):
+        def sampling(i):
+            s = sampled(engine, 5 + i, 14 + 2 * i)
+            return s.greedy() if greedy else s
+        alone = [engine.synthesize(t, speaker="ryan", sampling=sampling(i)) for i, t in enumerate(texts)]
+        together = engine.synthesize_many([Request(t, speaker="ryan", sampling=sampling(i))
+                                           for i, t in enumerate(texts)], max_batch=4)
+        for a, b in zip(alone, together):
+            assert np.array_equal(a.codes, b.codes) and np.array_equal(a.audio, b.audio)
+
+
+@pytest.mark.parametrize("type_", ["q8_0", "q6_k", "q5_k", "f16"])
+def test_code_predictor_logits_do_not_depend_on_the_batch(tmp_path_factory, type_):
+    """Bit for bit: each frame's 15 sub-step logits in a batch of 4 = alone = the step-by-step path."""
+    from kazeia.engine import make_random_model
+    path = make_random_model(tmp_path_factory.mktemp("small") / f"small-{type_}.gguf", size="small",
+                             out_type=type_, progress=False)
+    engine = Engine(open_model(path), threads=2)
+    rng = np.random.default_rng(0)
+    hidden = rng.standard_normal((4, engine._weights.hidden_size)).astype(np.float32)
+    c0 = np.array([5, 900, 17, 2000], np.int32)
+    codes, logits = engine._runner.code_predictor_frames(hidden, c0)
+    for b in range(4):
+        alone_codes, alone_logits = engine._runner.code_predictor_frames(hidden[b:b + 1], c0[b:b + 1])
+        assert np.array_equal(alone_codes[0], codes[b]) and np.array_equal(alone_logits[0], logits[b])
+        frame = np.concatenate([[c0[b]], codes[b]]).astype(np.int32)
+        steps = engine.code_predictor_logits(hidden[b], frame)   # sub-steps launched one by one
+        assert np.array_equal(steps, logits[b])
+    assert len(np.unique(codes)) > 4

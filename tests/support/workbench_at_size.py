@@ -1,0 +1,106 @@
+"""One screen size, in its own process on its own X server (test_workbench_layout.py starts both):
+opens the workbench full-screen on the demo model, makes a take with a long name, then shows
+every page and lists what is cut (layout_check). Prints one JSON line; writes screenshots.
+
+    python tests/support/workbench_at_size.py OUT_DIR NAME [--theme light|dark] [--touch on|off]"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out_dir")
+    parser.add_argument("name")
+    parser.add_argument("--theme", default="light")
+    parser.add_argument("--touch", default="off")
+    args = parser.parse_args()
+    data = Path(tempfile.mkdtemp(prefix="kazeia-size-"))
+    os.environ["KAZEIA_DATA_DIR"] = str(data / "data")
+    os.environ.setdefault("KAZEIA_CACHE_DIR", str(data / "cache"))
+    os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from kazeia.app.audio_output import AudioOutput
+    from kazeia.app.main_window import MainWindow
+    from kazeia.app.takes import TakeStore
+    app = QApplication([sys.argv[0]])
+    settings = QSettings(str(data / "settings.ini"), QSettings.IniFormat)
+    settings.setValue("view/theme", args.theme)
+    settings.setValue("view/touch", args.touch)
+    window = MainWindow(None, settings=settings, audio=AudioOutput(), store=TakeStore(data / "data"))
+    screen = app.primaryScreen()
+    window.setGeometry(screen.availableGeometry())
+    window.show()
+    try:
+        return walk(app, window, screen, args)
+    finally:
+        window.controller.shutdown()   # (a running QThread must not be destroyed)
+
+
+def walk(app, window, screen, args) -> int:
+    from layout_check import clipped
+
+    def wait(condition, seconds: float) -> bool:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            app.processEvents()
+            if condition():
+                return True
+            time.sleep(0.01)
+        return False
+
+    if not wait(lambda: window.info is not None, 120):
+        print(json.dumps({"error": "the demo model did not load"}))
+        return 1
+    window.sampling.play_live.setChecked(False)   # (the tests' ALSA capture device records other tests' audio)
+    window.sampling.max_frames.setValue(12)
+    window.text.setPlainText("A take for the layout test, with a sentence long enough to wrap in the text box.")
+    done = []
+    window.take_finished.connect(lambda *a: done.append(1))
+    window.generate()
+    if not wait(lambda: bool(done), 120):
+        print(json.dumps({"error": "the take did not finish"}))
+        return 1
+    wait(lambda: False, 0.3)
+    take = window.store.takes[-1]
+    window.store.rename(take, "A take with the long name an operator gave it to find it again later")
+    window.takes.refresh(select=take)
+    window.voice.instruct.setText("")
+
+    problems: dict[str, list[str]] = {}
+    shots = []
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ws = window.workspace
+    tabs = ws.side_tabs if ws.arrangement == "wide" else ws.pages
+    for i in range(tabs.count()):
+        tabs.setCurrentIndex(i)
+        wait(lambda: False, 0.15)
+        page = tabs.tabText(i)
+        found = clipped(window)
+        if found:
+            problems[page] = found
+        if i == 0 or ws.arrangement == "narrow" and page == "Live":
+            shot = out / f"{args.name}{'' if i == 0 else '-' + page.lower()}.png"
+            window.grab().save(str(shot))
+            shots.append(str(shot))
+    print(json.dumps({"arrangement": ws.arrangement, "window": [window.width(), window.height()],
+                      "screen": [screen.availableGeometry().width(), screen.availableGeometry().height()],
+                      "dpr": screen.devicePixelRatio(), "minimum": [window.minimumSizeHint().width(),
+                                                                     window.minimumSizeHint().height()],
+                      "problems": problems, "screenshots": shots}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
