@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from .levels import OutputLevel, level_of
+from .audio_levels import OutputLevel, level_of
 
 
 class AudioOutput:

@@ -16,7 +16,6 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from kazeia.engine import (Engine, ModelFile, SamplingParams, create_voice, load_voice, resolve_model, save_voice,
                            converted_checkpoint)
-from kazeia.engine.long_text import LongStream, compose_request
 from kazeia.engine.proc_stats import peak_rss_mb, reset_peak_rss
 from kazeia.engine.requests import Request
 
@@ -135,19 +134,12 @@ def _take(worker: _Worker, job: Job, request: dict) -> TakeOutcome:
     ran.tag = request.pop("tag", {})
     profile = request.pop("voice_profile", None)
     request["voice"] = load_voice(profile, engine.model) if profile else None
-    text = request.pop("text")
     reset_peak_rss()
-    # a text of more than one chunk, or with pauses, is a long take (markup errors name line and column)
-    chunk_seeds = request.pop("chunk_seeds", None) or {}
-    plan = compose_request(engine, Request(text, request.get("speaker"), request.get("language"),
-                                           request.get("instruct"), request.get("voice"), request.get("sampling")),
-                           request.pop("lexicon", None))
-    for index, seed in chunk_seeds.items():   # one chunk made again: the others keep their seeds (and audio)
-        plan = plan.reseeded(int(index), int(seed))
-    if len(plan.pieces) > 1 or plan.chunks[0].rewrites:   # (a rewritten one: its chunk keeps the rewrites)
-        stream = LongStream(engine, plan, request.get("sampling"))
-    else:
-        stream = engine.stream(text, **request)   # one chunk: one prompt, exactly as it always was
+    # one rule for one prompt or a long take (Engine.take); markup errors name line and column
+    stream = engine.take(Request(request["text"], request.get("speaker"), request.get("language"),
+                                 request.get("instruct"), request["voice"], request.get("sampling"),
+                                 request.get("streaming_text")),
+                         lexicon=request.get("lexicon"), chunk_seeds=request.get("chunk_seeds"))
     job.attach(stream)
     job.started.emit(ran)
     for chunk in stream:

@@ -175,8 +175,10 @@ def _cmd_say(args) -> int:
 
     from .audio_io import write_audio
     from .demo import resolve_model
+    from .long_text import one_prompt_text
     from .requests import SamplingParams
     from .synthesis import Engine
+    from .text.join import JoinSettings
     text = args.text if args.text is not None else read_text_file(args.text_file)
     check_output_path(args.output)   # before minutes of synthesis, not after
     if args.codes_out:
@@ -197,14 +199,14 @@ def _cmd_say(args) -> int:
         from .voice import load_voice
         voice = load_voice(args.voice, engine.model)
     composition = _compose_for_say(engine, text, args, voice)
-    chunks = composition.chunks
-    if len(chunks) > 1 or len(composition.pieces) > 1 or args.trim_silence:
+    prompt = one_prompt_text(text, composition, JoinSettings(trim_silence=args.trim_silence))
+    if prompt is None:
         return _say_long(engine, composition, sampling, args)
-    chunk = chunks[0]   # one chunk, no pause: spoken as one request, exactly as before the front end
+    chunk = composition.chunks[0]   # one prompt, as every front end speaks it (long_text.one_prompt_text)
     request = dict(speaker=chunk.cast.speaker, language=chunk.language, instruct=chunk.cast.instruct,
                    voice=chunk.cast.voice, sampling=sampling, streaming_text=args.streaming_text)
     if args.stream:
-        stream = engine.stream(chunk.text, one_prompt=True, **request)
+        stream = engine.stream(prompt, one_prompt=True, **request)
         try:
             for _ in stream:
                 pass
@@ -214,7 +216,7 @@ def _cmd_say(args) -> int:
             raise
         result = stream.result
     else:
-        result = engine.synthesize(chunk.text, one_prompt=True, **request)
+        result = engine.synthesize(prompt, one_prompt=True, **request)
     write_audio(args.output, result.audio, result.sample_rate)
     if args.codes_out:
         np.save(args.codes_out, result.codes)
@@ -373,6 +375,18 @@ def batch_sizes(text: str) -> list[int]:
     return sizes
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Help that ends with an option's default where its text does not say it already, and only
+    for a value (not for a flag's True or False, nor for None: "the model's own" says more)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or not action.option_strings or any(action.default is v for v in (None, True, False,
+                                                                                                argparse.SUPPRESS)):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .gguf_file import FILE_TYPES, HALF_OR_F32, type_mix_arg
     from .random_model import SIZES, VARIANTS
@@ -481,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     dc.set_defaults(func=_cmd_decode)
 
     s = sub.add_parser("say", help="speak text into an audio file",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       formatter_class=DefaultsHelpFormatter,
                        description="Sampling defaults (temperature, top-k, top-p) are the model's own "
                                    "(kazeia info MODEL); threads: every core this process may use "
                                    "($KAZEIA_THREADS overrides), fewer while other processes hold some.")
@@ -587,7 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=_cmd_bench)
 
     sv = sub.add_parser("serve", help="an OpenAI-compatible speech server (docs/serving.md)",
-                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                        formatter_class=DefaultsHelpFormatter)
     sv.add_argument("--model", required=True, help='a GGUF file, or "demo" for the bundled demo model')
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback: needs an API key)")
     sv.add_argument("--port", type=int, default=8000)
@@ -617,8 +631,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seconds running streams get to end after SIGTERM")
     sv.add_argument("--threads", type=thread_count, default=None, help="compute threads (default: every core)")
     sv.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=None, help=OVERLAP_HELP)
-    sv.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                    help="serve on Ray Serve: one engine per replica (ADDRESS: a running cluster; none: a local one)")
+    sv.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                    help="serve on Ray Serve, one engine per replica: no address starts a local cluster; ADDRESS "
+                         "joins one (pip install 'kazeia[cluster]')")
     sv.add_argument("--replicas", type=int, default=1, help="replicas with --ray")
     sv.set_defaults(func=_cmd_serve)
 

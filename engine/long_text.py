@@ -118,14 +118,40 @@ def compose_request(engine: "Engine", request: Request, lexicon=None) -> Composi
                    languages=engine.info.languages, lexicon=lexicon, seed=seed, count_tokens=engine.count_text_tokens)
 
 
+def one_prompt_text(text: str, plan: Composition, join: JoinSettings | None = None) -> str | None:
+    """The one rule, for every front end (say, the workbench, the server, render, the benches), of
+    whether a request is one prompt or a long take: one prompt when its plan is one chunk with no
+    pause, no word said another way (a lexicon's rewrites are listed with the take's chunk) and no
+    joining work asked for (trimmed silence). Its prompt is then the text as given where the plan
+    only respaced it (the exact prompt the reference would get), else the chunk's words (markup
+    taken out). None: a long take of the plan's chunks."""
+    if len(plan.pieces) != 1 or plan.chunks[0].rewrites or (join is not None and join.trim_silence):
+        return None
+    chunk = plan.chunks[0]
+    return text if "".join(chunk.text.split()) == "".join(text.split()) else chunk.text
+
+
+def plan_take(engine: "Engine", request: Request, lexicon=None, join: JoinSettings | None = None,
+              chunk_seeds: dict[int, int] | None = None) -> tuple[Request | None, Composition]:
+    """(the one prompt's request, or None for a long take; the plan) of `request` (one_prompt_text).
+    `chunk_seeds`: chunk index -> seed, chunks made again while the others keep theirs (and audio)."""
+    sampling = request.sampling or SamplingParams.from_model(engine.info)   # (its seed is chunk 0's)
+    plan = compose_request(engine, replace(request, sampling=sampling), lexicon)
+    for index, seed in (chunk_seeds or {}).items():
+        plan = plan.reseeded(int(index), int(seed))
+    text = one_prompt_text(request.text, plan, join)
+    if text is None:
+        return None, plan
+    return replace(chunk_request(plan.chunks[0], sampling, streaming_text=request.streaming_text), text=text), plan
+
+
 def start_request(engine: "Engine", request: Request, batcher, lexicon=None):
-    """`request` running on `batcher`: as one stream when its text is one chunk with no pause (the
-    audio it always had), else as a ComposedStream of its chunks."""
-    plan = compose_request(engine, request, lexicon)
-    sampling = request.sampling or SamplingParams.from_model(engine.info)
-    if len(plan.pieces) == 1:
-        return engine.submit(replace(request, text=plan.chunks[0].text, sampling=sampling), batcher)
-    return ComposedStream(engine, plan, sampling, batcher)
+    """`request` running on `batcher`: as one stream when it is one prompt (plan_take), else as a
+    ComposedStream of its chunks."""
+    prompt, plan = plan_take(engine, request, lexicon)
+    if prompt is not None:
+        return engine.submit(prompt, batcher)
+    return ComposedStream(engine, plan, request.sampling or SamplingParams.from_model(engine.info), batcher)
 
 
 class ComposedStream:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -206,11 +207,12 @@ class Engine:
         whole take (Engine.speak gives each chunk's too). `one_prompt`: the text as given, no markup
         and no splitting, in one prompt (the reference's unit). `lexicon`: text.lexicon.Lexicon."""
         if not one_prompt:
-            prompt, long = self._one_prompt_or_long(text, speaker, language, instruct, voice, sampling, lexicon,
-                                                    streaming_text)
-            if long is not None:
-                return long.wait()
-            text, speaker, language, instruct, voice = prompt
+            take = self.take(Request(text, speaker, language, instruct, voice, sampling, streaming_text), lexicon=lexicon,
+                             start=False)
+            if not isinstance(take, Request):
+                return take.wait()
+            text, speaker, language, instruct, voice, sampling = (take.text, take.speaker, take.language, take.instruct,
+                                                                  take.voice, take.sampling)
         if self.overlap_worker is not None:
             return self._synthesize_overlapped(*self.prepare(text, speaker, language, instruct, voice, sampling,
                                                              streaming_text), voice)
@@ -288,29 +290,38 @@ class Engine:
         if not isinstance(decode_every, int) or decode_every < 1:
             raise ValueError(f"decode_every must be a positive integer, got {decode_every!r}")
         if not one_prompt:
-            prompt, long = self._one_prompt_or_long(text, speaker, language, instruct, voice, sampling, lexicon,
-                                                    streaming_text)
-            if long is not None:
-                return long
-            text, speaker, language, instruct, voice = prompt
+            take = self.take(Request(text, speaker, language, instruct, voice, sampling, streaming_text), lexicon=lexicon,
+                             start=False, decode_every=decode_every)
+            if not isinstance(take, Request):
+                return take
+            text, speaker, language, instruct, voice, sampling = (take.text, take.speaker, take.language, take.instruct,
+                                                                  take.voice, take.sampling)
         plan, sampling, timings, start = self.prepare(text, speaker, language, instruct, voice, sampling,
                                                        streaming_text)
         return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every,
                            batcher=self._batcher if self.max_batch > 1 else None)
 
-    def _one_prompt_or_long(self, text, speaker, language, instruct, voice, sampling, lexicon, streaming_text):
-        """(the one prompt's text, speaker, language, instruct, voice; None) for a text of one chunk,
-        else (None, a LongStream of its chunks, started). A batching engine's chunks share its batcher
-        with every other stream (a server's requests); else they get a batcher of their own."""
-        from .long_text import LongStream
-        sampling = sampling or SamplingParams.from_model(self.info)
-        plan = self.compose(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
-                            seed=sampling.seed, lexicon=lexicon)
-        prompt = one_prompt_of(text, plan)
-        if prompt is not None:
-            return prompt, None
-        shared = self._batcher if self.max_batch > 1 else None
-        return None, LongStream(self, plan, sampling, max_batch=4, streaming_text=streaming_text, batcher=shared)
+    def take(self, request: Request, *, lexicon=None, join=None, chunk_seeds: dict[int, int] | None = None,
+             start: bool = True, decode_every: int = DECODE_EVERY):
+        """The one way in for a take (the CLI, the workbench, the server and the benches come here):
+        `request` as one prompt, an AudioStream, when long_text.one_prompt_text says it is one, else
+        its chunks as a LongStream (started; the take's joined audio in order, each chunk's own in
+        `takes`). `lexicon`: text.lexicon.Lexicon; `join`: text.join.JoinSettings; `chunk_seeds`:
+        long_text.plan_take. A batching engine's chunks share its batcher with every other stream (a
+        server's requests), else they get one of their own. `start=False` gives the one prompt as
+        its Request instead of a stream (synthesize decodes it offline)."""
+        from .long_text import LongStream, plan_take
+        request = replace(request, sampling=request.sampling or SamplingParams.from_model(self.info))
+        prompt, plan = plan_take(self, request, lexicon, join, chunk_seeds)
+        if prompt is None:
+            shared = self._batcher if self.max_batch > 1 else None
+            return LongStream(self, plan, request.sampling, join, max_batch=4, streaming_text=request.streaming_text,
+                              batcher=shared)
+        if not start:
+            return prompt
+        return self.stream(prompt.text, speaker=prompt.speaker, language=prompt.language, instruct=prompt.instruct,
+                           voice=prompt.voice, sampling=prompt.sampling, streaming_text=prompt.streaming_text,
+                           decode_every=decode_every, one_prompt=True)
 
     def warm_up(self) -> None:
         """One short stream, its audio dropped: a request's one-time costs (the streaming decoder's
@@ -397,18 +408,6 @@ class Engine:
         timings.decoder_ms = decoder_ms
         timings.frames = len(out["codes"])
         timings.total_ms = 1000 * (time.perf_counter() - start)
-
-
-def one_prompt_of(text: str, plan) -> tuple | None:
-    """(text, speaker, language, instruct, voice) of the one prompt a plan of one chunk and no pause
-    is: the text as given when it has no markup (the exact prompt the reference would get), else the
-    chunk's words; None for a plan of several pieces."""
-    if len(plan.pieces) != 1:
-        return None
-    chunk = plan.chunks[0]
-    unchanged = "".join(chunk.text.split()) == "".join(text.split())   # (packing may space sentences)
-    spoken = text if unchanged else chunk.text
-    return spoken, chunk.cast.speaker, chunk.language, chunk.cast.instruct, chunk.cast.voice
 
 
 def icl_codes(voice: Voice | None) -> np.ndarray | None:

@@ -3,8 +3,9 @@
 # (docs/testing.md maps them):
 #
 #   bash scripts/test.sh [PYTEST...]           everything; CI runs exactly this (.ci/run)
-#   bash scripts/test.sh --quick [PYTEST...]   the inner loop: every test but the `slow`, `reference`,
-#                                              `arm64_host` ones, at this CPU's own level (minutes)
+#   bash scripts/test.sh --quick [PYTEST...]   the inner loop (minutes): the unit, parity and layering
+#                                              tests at this CPU's own level, offscreen; no `slow`,
+#                                              `gui`, `reference` or `arm64_host` test
 #
 # Everything: the engine against the official PyTorch reference (live, in its own venv .venv-ref), the
 # workbench a second time on a virtual X display (offscreen hides focus and window-system problems),
@@ -22,8 +23,8 @@ pytest=(.venv/bin/python -m pytest -p no:cacheprovider)
 leg() { printf '\n== [%d s] %s\n' "$SECONDS" "$*"; }   # (seconds since the command began)
 
 if [[ -n "$quick" ]]; then
-  leg "quick tier: -m 'not (slow or reference or arm64_host)'"
-  exec env -u GGML_VK_VISIBLE_DEVICES "${pytest[@]}" tests -q -ra -m "not (slow or reference or arm64_host)" "$@"
+  leg "quick tier: -m 'not (slow or gui or reference or arm64_host)'"
+  exec env -u GGML_VK_VISIBLE_DEVICES "${pytest[@]}" tests -q -ra -m "not (slow or gui or reference or arm64_host)" "$@"
 fi
 
 bash tests/reference/setup_venv.sh

@@ -12,7 +12,7 @@ from kazeia.engine.threads import available_cores
 
 from ..elided_label import ElidedLabel
 from ..flow_layout import FlowLayout
-from ..levels import FLOOR_DB
+from ..audio_levels import FLOOR_DB
 from .base import Panel, watch
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 def main_bench(args) -> int:
     frames_cap, args.frames = args.frames, args.frames or 50   # (--long: only a cap the user asked for)
     if args.cpu is not None:
-        from .levels import bench_levels
+        from .cpu_levels import bench_levels
         result = bench_levels(tuple(args.cpu), size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
                               frames=args.frames, threads=args.threads, runs=args.runs, model_path=args.model,
                               progress=not args.quiet, ggml_lib=args.ggml_lib)

@@ -81,7 +81,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     if model_path and divergence_types:
         raise ValueError("--divergence compares the bench's own models of every type; it cannot use --model")
     # with a peer engine installed, every engine runs the same Hugging Face checkpoint
-    shared, why_not_shared = None, "no peer engine installed (tests/reference/setup_vox.sh, setup_ort.sh)"
+    shared, why_not_shared = None, "no peer engine installed (engine/peer_scripts/setup_vox.sh, setup_ort.sh)"
     installed = vox_python() is not None or onnxruntime_python() is not None
     if model_path:
         why_not_shared = "a model file was given"

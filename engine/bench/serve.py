@@ -9,7 +9,7 @@ from __future__ import annotations
 from statistics import median_low
 
 from ..serve.app import ServerSettings, create_app
-from ..serve.load import clients as run_clients
+from .load_clients import clients as run_clients
 from ..serve.local import LocalServer
 from ..serve.voices import VoiceBook
 from ..synthesis import Engine

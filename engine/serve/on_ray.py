@@ -49,7 +49,8 @@ class ReplicaApp:
         return app
 
 
-def serve_on_ray(args, model_path: Path, settings, voice_map: dict) -> int:
+def serve_on_ray(args, address: str | None, model_path: Path, settings, voice_map: dict) -> int:
+    """`kazeia serve --ray`: replicas on the cluster at `address` (None: a local one started here)."""
     try:
         import ray
         from ray import serve
@@ -57,8 +58,8 @@ def serve_on_ray(args, model_path: Path, settings, voice_map: dict) -> int:
         raise ValueError("--ray needs Ray Serve: pip install 'kazeia[cluster]'") from None
     if args.replicas < 1:
         raise ValueError("--replicas must be at least 1")
-    if args.address:
-        ray.init(address=args.address, log_to_driver=False)
+    if address:
+        ray.init(address=address, log_to_driver=False)
     else:
         ray.init(include_dashboard=False, log_to_driver=False)
     stop = threading.Event()   # (after ray.init, whose own SIGTERM handler would end the process at once)

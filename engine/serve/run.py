@@ -87,8 +87,7 @@ def serve(args) -> int:
         if wyoming:
             raise ValueError("--wyoming serves from one process: give it without --ray")
         from .on_ray import serve_on_ray
-        args.address = args.ray or None
-        return serve_on_ray(args, model.info.path, settings, voice_map)
+        return serve_on_ray(args, None if args.ray == "local" else args.ray, model.info.path, settings, voice_map)
 
     def load():   # (on a worker thread while the server answers 503)
         engine = Engine(model, threads=args.threads, max_batch=args.max_batch, overlap=args.overlap)

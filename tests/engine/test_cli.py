@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -230,8 +228,8 @@ def test_divergence_metrics():
 
 
 def test_peer_scripts_report_a_missing_interpreter_and_their_failures(tmp_path):
-    from kazeia.engine.bench.peers import REFERENCE_SCRIPTS, run_script
-    r = run_script(None, "vox-tts is not installed", REFERENCE_SCRIPTS / "vox_bench.py")
+    from kazeia.engine.bench.peers import PEER_SCRIPTS, run_script
+    r = run_script(None, "vox-tts is not installed", PEER_SCRIPTS / "vox_bench.py")
     assert r == {"available": False, "reason": "vox-tts is not installed"}
     script = tmp_path / "peer.py"
     script.write_text("import json, sys\nprint('building...')\nprint(json.dumps({'ms': float(sys.argv[1])}))\n")
@@ -239,7 +237,7 @@ def test_peer_scripts_report_a_missing_interpreter_and_their_failures(tmp_path):
     script.write_text("import sys\nsys.exit('vox: cannot open the model')\n")
     assert run_script(Path(sys.executable), "", script) == {"available": False, "reason": "vox: cannot open the model"}
     # vox's own script, run by an interpreter without vox, says so instead of failing
-    r = run_script(Path(sys.executable), "", REFERENCE_SCRIPTS / "vox_bench.py", tmp_path, tmp_path, 1, 1, "x", "y", "z")
+    r = run_script(Path(sys.executable), "", PEER_SCRIPTS / "vox_bench.py", tmp_path, tmp_path, 1, 1, "x", "y", "z")
     assert r["available"] is False and "vox" in r["reason"]
 
 
@@ -305,6 +303,7 @@ def test_bench_manners(tmp_path):
     assert "making the tiny f32 random model once" in r.stderr
 
 
+@pytest.mark.slow
 def test_bench_cpu_levels_side_by_side(tmp_path):
     """`--cpu` runs the other levels beside the default in processes of their own; every bench's
     JSON says which CPU, level and ggml build made it; a level that does not exist is a message."""
@@ -328,7 +327,7 @@ def test_bench_cpu_levels_side_by_side(tmp_path):
 
 def test_bench_ggml_builds_per_level(tmp_path):
     """--ggml-lib names one build for every level but the default, or one per level."""
-    from kazeia.engine.bench.levels import ggml_libs_by_level
+    from kazeia.engine.bench.cpu_levels import ggml_libs_by_level
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
     levels = ["auto", "avxvnni", "avx2"]
@@ -393,3 +392,16 @@ def test_bench_contend_names_the_model_it_ran(tmp_path):
     for policy in ("default", "fixed"):
         p = result["policies"][policy]
         assert p["idle"]["rtf"] > 0 and p["contended"]["rtf"] > 0 and p["contended_over_idle_rtf"] > 0
+
+
+def test_help_says_each_default_once():
+    """`kazeia serve --help` and `say --help` name an option's default once, and never a flag's True or False."""
+    from kazeia.engine.cli import build_parser
+    commands = next(a for a in build_parser()._actions if a.choices and "serve" in a.choices).choices
+    for name in ("serve", "say"):
+        r = kazeia(name, "--help")
+        assert r.returncode == 0 and "(default: True)" not in r.stdout and "(default: False)" not in r.stdout, name
+        formatter = commands[name].formatter_class(name)
+        for action in commands[name]._actions:
+            said = formatter._get_help_string(action).lower()
+            assert said.count("default") <= 1, (name, action.option_strings, said)

@@ -17,6 +17,7 @@ from kazeia.engine.render import read_manifest
 from support.commands import write_script
 
 ray = pytest.importorskip("ray", reason="the cluster extra (pip install 'kazeia[cluster]') is not installed")
+pytestmark = pytest.mark.slow   # (two Ray nodes start for each test)
 
 
 @pytest.fixture()

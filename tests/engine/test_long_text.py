@@ -190,6 +190,7 @@ def test_a_long_stream_is_the_joined_take_and_can_be_cancelled(demo):
     np.testing.assert_array_equal(np.concatenate(heard), stream.result.audio)
 
 
+@pytest.mark.slow
 def test_render_applies_a_lexicon_and_resume_sees_it_change(tmp_path, demo):
     import pickle
 

@@ -18,17 +18,13 @@ from kazeia.engine import Engine, SamplingParams, demo_model_path
 from kazeia.engine.render import LocalExecutor, LineOutcome, RenderOptions, plan_render, read_manifest, render
 from kazeia.engine.script import ScriptError
 
-from support.commands import SPEAKERS, script_line, write_script
+from support.commands import SPEAKERS, kazeia, script_line, write_script
 
 
 @pytest.fixture(scope="module")
 def engine():
     return Engine.load(demo_model_path(), threads=2)
 
-
-def kazeia(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "kazeia.engine", *map(str, args)], capture_output=True, text=True,
-                          timeout=600, **kw)
 
 
 def test_forty_lines_render_to_the_files_single_synthesis_makes(engine, tmp_path):
@@ -84,6 +80,7 @@ def test_every_bad_line_is_listed_before_anything_renders(engine, tmp_path):
     assert statuses["g"] == "done" and statuses["c"] == "skipped"
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_renders_only_what_is_missing(tmp_path):
     script = write_script(tmp_path / "script.csv", frames=lambda i: 30)
     out = tmp_path / "out"

@@ -2,7 +2,6 @@
 is exact for any feeding pattern, f16 weights, bad codes."""
 from __future__ import annotations
 
-import platform
 
 import numpy as np
 import pytest

@@ -2,7 +2,6 @@
 greedy codes and waveforms for every golden case; sampling, streaming, cancel, errors."""
 from __future__ import annotations
 
-import json
 import threading
 
 import numpy as np
@@ -12,7 +11,7 @@ from kazeia import _native
 from kazeia.engine import Engine, Request, SamplingParams, Voice, open_model
 from kazeia.engine.prompt import PromptBuilder
 
-from support.goldens import CASES, GOLDEN, case_request
+from support.goldens import CASES, MANIFEST, case_request
 
 TOL = 1e-4
 

@@ -2,8 +2,6 @@
 format checked, voice profiles that know their model, and greedy codes equal to the reference."""
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -12,6 +10,7 @@ import soundfile
 from kazeia.engine import Engine, SamplingParams, create_voice, load_voice, open_model, save_voice
 from kazeia.engine.voice import check_reference_audio, log_mel, speaker_embedding
 
+from support.commands import kazeia
 from support.goldens import GOLDEN
 
 XVEC = np.load(GOLDEN / "base_xvec_stream.npz")
@@ -96,10 +95,6 @@ def _ref_file(tmp_path):
 def test_cli_voice_create_and_say(converted, tmp_path):
     model = converted("base")
     ref = _ref_file(tmp_path)
-
-    def kazeia(*args):
-        return subprocess.run([sys.executable, "-m", "kazeia.engine", *map(str, args)], capture_output=True, text=True,
-                              timeout=300)
     r = kazeia("voice", "create", "--model", model, "--audio", ref, "-o", tmp_path / "me.kzvoice")
     assert r.returncode == 0, r.stderr
     r = kazeia("say", "--model", model, "--voice", tmp_path / "me.kzvoice", "--text", "Cloned.", "--max-frames", "4",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from support.commands import kazeia
 from support.fake_hub import FakeHub, FakeRepo
 from support.goldens import GOLDEN, checkpoint_dir
 
@@ -21,10 +22,6 @@ pytestmark = pytest.mark.timeout(180)
 CV_REPO = "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"
 BASE_REPO = "Qwen/Qwen3-TTS-12Hz-0.6B-Base"
 
-
-def kazeia(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "kazeia.engine", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ})
 
 
 @pytest.fixture

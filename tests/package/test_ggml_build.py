@@ -11,7 +11,7 @@ import pytest
 
 from kazeia.engine.platform_info import BACKEND_LIBRARIES, ggml_build
 
-CHECK = Path(__file__).resolve().parents[1] / "scripts" / "check_ggml_wheel.py"
+CHECK = Path(__file__).resolve().parents[2] / "scripts" / "check_ggml_wheel.py"
 
 
 def _wheel(tmp_path: Path, libraries: list[str]) -> Path:

@@ -28,7 +28,7 @@ import uvicorn  # noqa: E402
 from kazeia.engine import Engine, SamplingParams  # noqa: E402
 from kazeia.engine.serve.app import ServerSettings, create_app  # noqa: E402
 from kazeia.engine.serve.encoders import encoder, pcm16  # noqa: E402
-from kazeia.engine.serve.load import clients  # noqa: E402
+from kazeia.engine.bench.load_clients import clients  # noqa: E402
 from kazeia.engine.serve.local import LocalServer, free_port  # noqa: E402
 from kazeia.engine.serve.voices import VoiceBook  # noqa: E402
 
@@ -308,6 +308,7 @@ def test_serve_command_starts_and_stops_on_sigterm(tmp_path):
             proc.wait()
 
 
+@pytest.mark.slow
 def test_wyoming_describe_synthesize_and_streamed_text(engine):
     import asyncio
 
@@ -445,6 +446,7 @@ def test_bench_serve_reports_ttfa_and_throughput_per_client_count():
     assert "TTFA p95 ms" in summary(result)
 
 
+@pytest.mark.slow
 def test_fuzzed_from_its_own_schema_no_5xx_and_every_response_conforms(tmp_path):
     """schemathesis drives a `kazeia serve` process from its own OpenAPI schema (every operation,
     bounded examples, a fixed seed; the server caps frames so each valid request is short)."""

@@ -8,9 +8,10 @@ import sys
 SPEAKERS = ["vivian", "ryan", "eric", "serena", "aiden"]
 
 
-def kazeia(*args, env=None):
+def kazeia(*args, env=None, timeout=300):
+    """`kazeia ARGS...` in a new process with this one's environment (and `env`), its output captured."""
     return subprocess.run([sys.executable, "-m", "kazeia.engine", *map(str, args)], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, **(env or {})})
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def script_line(i: int) -> str:

@@ -61,6 +61,7 @@ def test_generate_streams_and_keeps_a_take(qtbot, window, monkeypatch):
     screenshot(window, "workbench_finished")
 
 
+@pytest.mark.slow
 def test_gui_thread_cost_of_a_30_s_take_is_bounded(qtbot, window, monkeypatch, report):
     """time.thread_time on the GUI thread over a 30 s take delivered at real-time pace."""
     from kazeia.engine import Engine
@@ -151,6 +152,7 @@ def test_errors_show_in_a_banner_that_clears_on_success(qtbot, window, workdir):
     assert not window.banner.isVisible()
 
 
+@pytest.mark.accel
 def test_threads_and_placement_apply_to_the_next_take_as_they_ran(qtbot, window):
     """A change made while a take runs is queued behind it: that take records what it ran with,
     the next one the new values (read from the engine, not from the combo boxes)."""
@@ -178,6 +180,7 @@ def test_threads_and_placement_apply_to_the_next_take_as_they_ran(qtbot, window)
     assert window.controller.engine.threads == after and window.applied.threads == after
 
 
+@pytest.mark.slow
 def test_window_fits_a_1280_screen_after_ten_takes(qtbot, window):
     screen = QApplication.primaryScreen().availableGeometry()
     for i in range(10):
@@ -231,6 +234,7 @@ def test_ctrl_c_closes_the_workbench_cleanly(tmp_path):
     assert list((tmp_path / "config").rglob("*.conf")), "settings were not saved on close"
 
 
+@pytest.mark.accel
 def test_placement_takes_say_where_each_stage_ran(qtbot, window):
     """Backend A/B: a take made under accel-sched and one under cpu each say where every stage ran.
     In the Vulkan pass of scripts/test.sh accel-sched runs on lavapipe's Vulkan0, every op of every

@@ -8,6 +8,7 @@ from support.workbench import ACCEL_TIMEOUT_MS, ALL_CPU, ALL_SCHED, screenshot  
 from support.workbench import window, workdir  # noqa: E402,F401 (fixtures)
 
 
+@pytest.mark.accel
 def test_compare_placements_makes_two_takes_with_their_difference(qtbot, window):
     """cpu against accel-sched: on the CPU-only pass the scheduler runs the same arithmetic (identical
     codes and audio); on the Vulkan pass accel-sched runs on lavapipe and the difference is shown."""

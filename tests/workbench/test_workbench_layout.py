@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("PySide6")
 from PySide6.QtGui import QImage  # noqa: E402
 
-pytestmark = pytest.mark.xvfb
+pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
 
 ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 RUNNER = Path(__file__).parents[1] / "support" / "workbench_at_size.py"

@@ -12,7 +12,7 @@
 #include "graphs/blocks.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
-#include "runtime/graph_runner.h"
+#include "graphs/graph_runner.h"
 
 namespace kazeia {
 namespace {

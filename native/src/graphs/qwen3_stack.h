@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "generation/kv_cache.h"
+#include "graphs/kv_cache.h"
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "kazeia/hparams.h"

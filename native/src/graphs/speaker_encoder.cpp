@@ -9,7 +9,7 @@
 #include "ggml.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
-#include "runtime/graph_runner.h"
+#include "graphs/graph_runner.h"
 
 namespace kazeia {
 namespace {

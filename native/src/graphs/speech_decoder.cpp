@@ -28,7 +28,7 @@
 #include "kernels/gemm_bf16.h"
 #include "kernels/products.h"
 #include "kernels/winograd_conv.h"
-#include "runtime/graph_runner.h"
+#include "graphs/graph_runner.h"
 
 namespace kazeia {
 namespace {

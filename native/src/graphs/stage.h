@@ -10,7 +10,7 @@
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
 #include "kazeia/tts.h"
-#include "runtime/graph_runner.h"
+#include "graphs/graph_runner.h"
 #include "weights/weight_copies.h"
 
 namespace kazeia {

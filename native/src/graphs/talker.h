@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "generation/kv_cache.h"
+#include "graphs/kv_cache.h"
 #include "graphs/qwen3_stack.h"
 #include "graphs/stage.h"
 

@@ -7,7 +7,7 @@
 #include "kernels/gemv_common.h"
 #include "kernels/lanes_layout.h"
 #include "kernels/lanes_tiles.h"
-#include "weights/panel_claims.h"
+#include "kernels/panel_claims.h"
 
 namespace kazeia {
 namespace {

@@ -1,10 +1,25 @@
 #include "kazeia/devices.h"
 
+#include <algorithm>
+
 #include "ggml-backend.h"
 #include "kazeia/ggml_log.h"
-#include "weights/weight_copies.h"
+#include "runtime/buffer_types.h"
 
 namespace kazeia {
+
+std::vector<ggml_backend_buffer_type_t> device_buffer_types(ggml_backend_dev_t dev) {
+    std::vector<ggml_backend_buffer_type_t> out;
+    auto add = [&](ggml_backend_buffer_type_t b) {
+        if (b && std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+    };
+    add(ggml_backend_dev_buffer_type(dev));
+    add(ggml_backend_dev_host_buffer_type(dev));
+    auto get = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
+        ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts"));
+    for (ggml_backend_buffer_type_t * b = get ? get(dev) : nullptr; b && *b; ++b) add(*b);
+    return out;
+}
 
 std::vector<device_info> devices_list() {
     ggml_log_install();

@@ -10,6 +10,7 @@
 #include "kazeia/model.h"
 #include "kernels/gemm_int8.h"
 #include "kernels/lanes_layout.h"
+#include "runtime/buffer_types.h"
 
 namespace kazeia {
 namespace {
@@ -39,19 +40,6 @@ weight_layout cpu_lanes_layout() {
     const measurement_switches & off = measurement_switches_in_force();
     l.lanes = lanes_available() && !off.ggml_products && !off.no_lanes;
     return l;
-}
-
-std::vector<ggml_backend_buffer_type_t> device_buffer_types(ggml_backend_dev_t dev) {
-    std::vector<ggml_backend_buffer_type_t> out;
-    auto add = [&](ggml_backend_buffer_type_t b) {
-        if (b && std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
-    };
-    add(ggml_backend_dev_buffer_type(dev));
-    add(ggml_backend_dev_host_buffer_type(dev));
-    auto get = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
-        ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts"));
-    for (ggml_backend_buffer_type_t * b = get ? get(dev) : nullptr; b && *b; ++b) add(*b);
-    return out;
 }
 
 weight_layout buffer_layout(const std::string & name) {

@@ -40,8 +40,6 @@ weight_layout buffer_layout(const std::string & name);
 // Every weight into an accelerator's own memory (placement accel-sched: ops then run where their
 // weights are); none for a device that computes from the CPU's buffers.
 weight_layout device_layout(ggml_backend_dev_t dev);
-// A device's buffer types: its own, its host buffer type, its extra ones (repacked layouts).
-std::vector<ggml_backend_buffer_type_t> device_buffer_types(ggml_backend_dev_t dev);
 
 class weight_copies {
 public:

@@ -1,4 +1,4 @@
-#include "generation/kv_cache.h"
+#include "graphs/kv_cache.h"
 
 #include <algorithm>
 #include <atomic>

@@ -10,7 +10,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from ..bench.text import BENCH_TEXT
+from .text import BENCH_TEXT
 
 
 def one_request(url: str, body: dict, key: str | None = None, timeout_s: float = 300.0) -> dict:

@@ -1,4 +1,4 @@
-#include "runtime/launch_report.h"
+#include "graphs/launch_report.h"
 
 #include <set>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "kernels/product_check.h"
+#include "checks/product_check.h"
 
 #include "graphs/blocks.h"
 #include "kazeia/kernel_checks.h"
@@ -10,7 +10,7 @@
 #include "kernels/products.h"
 #include "kernels/winograd_conv.h"
 #include "runtime/type_names.h"
-#include "weights/panel_claims.h"
+#include "kernels/panel_claims.h"
 #include "weights/weight_copies.h"
 
 #include <algorithm>
@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "ggml-backend.h"
-#include "runtime/graph_runner.h"
+#include "graphs/graph_runner.h"
 
 namespace kazeia {
 namespace {

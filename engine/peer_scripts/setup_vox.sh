@@ -2,7 +2,7 @@
 # Create the virtual environment of the peer engine vox-tts (PyPI), which `kazeia bench` then
 # measures side by side on the same full-size random checkpoint. Optional: no test needs it.
 #
-#   bash tests/reference/setup_vox.sh [VENV_DIR]      (default: <repo>/.venv-vox)
+#   bash engine/peer_scripts/setup_vox.sh [VENV_DIR]      (default: <repo>/.venv-vox)
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -15,7 +15,7 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 #include "kazeia/thread_pool.h"
-#include "runtime/launch_report.h"
+#include "graphs/launch_report.h"
 
 namespace kazeia {
 

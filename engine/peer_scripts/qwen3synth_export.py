@@ -10,7 +10,7 @@ in the graph contract onnxvoice checks (names, ranks, KV cache layouts).
 int4 is ONNX Runtime's own 4-bit weight quantizer (MatMulNBits, blocks of 32, int8 activations) on the
 three LM graphs; the vocoder stays f32, as in the bundles the peer publishes. The bundle is written
 beside OUT_DIR and renamed into place when whole. Prints one JSON line. Run by the ONNX Runtime venv
-(tests/reference/setup_ort.sh); imports nothing from Kazeia.
+(engine/peer_scripts/setup_ort.sh); imports nothing from Kazeia.
 """
 import os
 

@@ -1,7 +1,7 @@
 """Checks that qwen3synth, on the bundle qwen3synth_export.py makes of a checkpoint, runs the reference's
 model: the codes it chooses greedily (top-k 1) for a VoiceDesign request equal, frame for frame, the
 codes the reference (qwen-tts 0.1.1) chooses greedily for the same text and description on the same
-checkpoint. Both run here, in the ONNX Runtime venv (tests/reference/setup_ort.sh):
+checkpoint. Both run here, in the ONNX Runtime venv (engine/peer_scripts/setup_ort.sh):
 
     python qwen3synth_parity.py HF_DIR BUNDLE QUALITY FRAMES TEXT LANGUAGE DESCRIPTION
 

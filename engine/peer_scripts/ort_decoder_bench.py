@@ -3,7 +3,7 @@ the ONNX ports of Qwen3-TTS run it: the whole utterance in one call. The weights
 speech tokenizer folder in the released layout (the bench's shared checkpoint, which Kazeia
 converts), the codes those Kazeia decodes; the audio is written for the accuracy comparison.
 
-Run by the ONNX Runtime venv's interpreter (tests/reference/setup_ort.sh):
+Run by the ONNX Runtime venv's interpreter (engine/peer_scripts/setup_ort.sh):
     python ort_decoder_bench.py TOKENIZER_DIR CODES_NPY THREADS RUNS OUT_NPY
 (CODES_NPY: int32 [frames, 16]). Prints one JSON line. Imports nothing from Kazeia.
 """

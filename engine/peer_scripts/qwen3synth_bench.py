@@ -2,7 +2,7 @@
 Hugging Face Qwen3-TTS checkpoint for a forced number of frames: per-stage ms per frame from the time
 spent in each of its ONNX Runtime sessions, prefill, time to audio, RTF and peak RSS.
 
-Run by the ONNX Runtime venv's interpreter (tests/reference/setup_ort.sh):
+Run by the ONNX Runtime venv's interpreter (engine/peer_scripts/setup_ort.sh):
     python qwen3synth_bench.py HF_DIR CACHE_DIR QUALITY FRAMES THREADS TEXT LANGUAGE
 The checkpoint is exported once into a bundle in CACHE_DIR (qwen3synth_export.py); FRAMES 0 only
 exports (so that no export runs while another engine is being timed). qwen3synth speaks VoiceDesign
@@ -91,7 +91,7 @@ def bench(hf_dir, cache, quality, frames, threads, text, language) -> dict:
         import onnxruntime as ort
         import qwen3synth
     except Exception as e:  # noqa: BLE001
-        return {"available": False, "reason": f"cannot import qwen3synth: {e} (tests/reference/setup_ort.sh installs it)"}
+        return {"available": False, "reason": f"cannot import qwen3synth: {e} (engine/peer_scripts/setup_ort.sh installs it)"}
     version = f"qwen3synth {qwen3synth.__version__}, ONNX Runtime {ort.__version__}"
     bundle = bundle_for(Path(hf_dir), Path(cache), quality)
     if frames == 0:

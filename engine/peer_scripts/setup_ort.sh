@@ -5,7 +5,7 @@
 # Runtime) on the reference's graphs exported in its bundle layout, which `kazeia bench` times beside
 # Kazeia's whole pipeline. Optional: no test needs it.
 #
-#   bash tests/reference/setup_ort.sh [VENV_DIR]      (default: <repo>/.venv-ort)
+#   bash engine/peer_scripts/setup_ort.sh [VENV_DIR]      (default: <repo>/.venv-ort)
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
