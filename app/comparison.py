@@ -4,10 +4,13 @@ where they part)."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import numpy as np
 
 from kazeia.engine.accuracy import snr_db
+
+from .take_request import TakeRequest
 
 
 def compare_results(a, b) -> dict:
@@ -38,7 +41,7 @@ class PlacementComparison:
     """A then B of one request: `first()` is A's request, each finished take goes to `step()`, which
     answers B's request after A, and the pair with its difference after B."""
 
-    def __init__(self, request: dict, a: dict, b: dict):
+    def __init__(self, request: TakeRequest, a: dict, b: dict):
         self.group = uuid.uuid4().hex[:8]
         self.request, self.placements = request, {"A": a, "B": b}
         self.a_take = self.a_result = None
@@ -46,8 +49,8 @@ class PlacementComparison:
     def tag(self, side: str) -> dict:
         return {"compare": self.group, "side": side}
 
-    def first(self) -> tuple[dict, dict]:
-        return {**self.request, "placement": self.placements["A"]}, self.tag("A")
+    def first(self) -> tuple[TakeRequest, dict]:
+        return replace(self.request, placement=self.placements["A"]), self.tag("A")
 
     def owns(self, tag: dict) -> bool:
         return tag.get("compare") == self.group
@@ -57,7 +60,7 @@ class PlacementComparison:
         take.comparison = {"group": self.group, "side": tag["side"]}
         if tag["side"] == "A":
             self.a_take, self.a_result = take, result
-            return "B", {**self.request, "placement": self.placements["B"]}, self.tag("B")
+            return "B", replace(self.request, placement=self.placements["B"]), self.tag("B")
         difference = compare_results(self.a_result, result)
         take.comparison.update(other=self.a_take.id, difference=difference)
         self.a_take.comparison.update(other=take.id)

@@ -17,7 +17,8 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from kazeia.engine import (Engine, ModelFile, SamplingParams, create_voice, load_voice, resolve_model, save_voice,
                            converted_checkpoint)
 from kazeia.engine.proc_stats import peak_rss_mb, reset_peak_rss
-from kazeia.engine.requests import Request
+
+from .take_request import TakeRequest
 
 PREVIEW_TEXT = "This is how I sound."
 PREVIEW_SECONDS = 6   # a preview stops here whatever the model does
@@ -127,19 +128,14 @@ def _apply(worker: _Worker, job: Job, placement, threads) -> Ran:
     return worker.apply(placement, threads)
 
 
-def _take(worker: _Worker, job: Job, request: dict) -> TakeOutcome:
-    request = dict(request)
+def _take(worker: _Worker, job: Job, request: TakeRequest) -> TakeOutcome:
     engine = worker.require_engine()
-    ran = worker.apply(request.pop("placement", None), request.pop("threads", None))
-    ran.tag = request.pop("tag", {})
-    profile = request.pop("voice_profile", None)
-    request["voice"] = load_voice(profile, engine.model) if profile else None
+    ran = worker.apply(request.placement, request.threads)
+    ran.tag = request.tag
+    voice = load_voice(request.voice_profile, engine.model) if request.voice_profile else None
     reset_peak_rss()
     # one rule for one prompt or a long take (Engine.take); markup errors name line and column
-    stream = engine.take(Request(request["text"], request.get("speaker"), request.get("language"),
-                                 request.get("instruct"), request["voice"], request.get("sampling"),
-                                 request.get("streaming_text")),
-                         lexicon=request.get("lexicon"), chunk_seeds=request.get("chunk_seeds"))
+    stream = engine.take(request.engine_request(voice), lexicon=request.lexicon, chunk_seeds=request.chunk_seeds)
     job.attach(stream)
     job.started.emit(ran)
     for chunk in stream:
@@ -223,14 +219,12 @@ class EngineController(QObject):
             return None
         return Job("apply", partial(_apply, placement=placement, threads=threads))
 
-    def generate(self, request: dict) -> Job | None:
-        """request: text, speaker, language, instruct, voice_profile (a path), streaming_text,
-        sampling, placement, threads, tag; chunk_seeds {chunk index: seed} for a long text; lexicon
-        (text.lexicon.Lexicon) the pronunciation rules. None when no model is loaded, a take is already running
-        or a script is rendering."""
+    def generate(self, request: TakeRequest) -> Job | None:
+        """A take of `request`; None when no model is loaded, a take is already running or a script is
+        rendering."""
         if not self._idle():
             return None
-        self.take = self._until_done(Job("take", partial(_take, request=dict(request))), self._take_ended)
+        self.take = self._until_done(Job("take", partial(_take, request=request)), self._take_ended)
         return self.take
 
     def render_script(self, request: dict) -> Job | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
@@ -41,6 +42,7 @@ from .panels.voice_library import VoiceLibraryPanel
 from .live_take import LiveTake
 from .playback import Playback
 from .plots import TakeView
+from .take_request import TakeRequest
 from .takes import Take, TakeStore
 from .text_markup import TextPlanLabel
 from .voices import AUDIO_SUFFIXES, VoiceLibrary
@@ -436,15 +438,14 @@ class MainWindow(QMainWindow):
         self.applied = ran   # what the engine has now (tests and the title bar read it)
 
     # ---- generation --------------------------------------------------------------------------
-    def job(self) -> dict:
+    def job(self) -> TakeRequest:
         """The request for a take from the panels (raises ValueError with a message for the banner)."""
         voice = self.voice.request()
         profile = voice.pop("voice_profile")
-        return {"text": self.text.toPlainText(), **voice,
-                "voice_profile": str(self.voices.path(profile)) if profile else None,
-                "voice_profile_name": profile, "streaming_text": self.sampling.streaming_text.isChecked(),
-                "sampling": self.sampling.params(self.info), "placement": self.backend.current_placement(),
-                "threads": self.backend.threads.value(), "lexicon": self.pronunciation.lexicon}
+        return TakeRequest(self.text.toPlainText(), self.sampling.params(self.info), self.backend.current_placement(),
+                           self.backend.threads.value(), **voice, streaming_text=self.sampling.streaming_text.isChecked(),
+                           voice_profile=str(self.voices.path(profile)) if profile else None,
+                           voice_profile_name=profile, lexicon=self.pronunciation.lexicon)
 
     def generate(self, job: dict | None = None, tag: dict | None = None):
         """Starts a take from the panels (or `job`); returns its Job, or None with the reason shown."""
@@ -457,17 +458,16 @@ class MainWindow(QMainWindow):
             self.show_status("a take is running: stop it first (Esc)", 4000)
             return None
         try:
-            job = dict(job or self.job())
+            job = job or self.job()
         except ValueError as e:
             self.show_error(str(e))
             return None
-        take = self.controller.generate({**{k: v for k, v in job.items() if k != "voice_profile_name"},
-                                         "tag": tag or {}})
+        take = self.controller.generate(replace(job, tag=tag or {}))
         if take is None:
             return None
         self.playback.stop()
         play_live = self.sampling.play_live.isChecked() and self.backend.has_output
-        frames = job["sampling"].max_frames or 8191
+        frames = job.sampling.max_frames or 8191
         why = self.live.begin(Take.for_request(job, str(self.info.path), self.info.sample_rate), play_live,
                               frames * self.info.hparams["decoder"]["samples_per_frame"])
         if why:
@@ -667,7 +667,7 @@ class MainWindow(QMainWindow):
         except ValueError as e:
             self.show_error(str(e))
             return None
-        return self.generate({**job, "chunk_seeds": seeds})
+        return self.generate(replace(job, chunk_seeds=seeds))
 
     # ---- voice library -----------------------------------------------------------------------
     def add_voice(self, audio_path: str, name: str | None = None, transcript: str | None = None) -> str | None:

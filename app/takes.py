@@ -15,6 +15,8 @@ from kazeia.engine.atomic import atomic_path
 from kazeia.engine.placement import STAGES
 from kazeia.engine.user_dirs import data_dir
 
+from .take_request import TakeRequest
+
 
 @dataclass
 class Take:
@@ -57,16 +59,16 @@ class Take:
             self.timings.get("frames", 0) * self.timings.get("frame_seconds", 0.08)
 
     @classmethod
-    def for_request(cls, request: dict, model: str, sample_rate: int) -> "Take":
-        """A take about to run: what was asked (a window's request: text, voice, sampling, placement,
-        threads; voice_profile_name is the profile's name, not its path)."""
-        recorded = {k: request.get(k) for k in ("speaker", "language", "instruct", "streaming_text")}
-        if request.get("chunk_seeds"):
-            recorded["chunk_seeds"] = {str(k): v for k, v in request["chunk_seeds"].items()}
-        recorded["voice_profile"] = request.get("voice_profile_name")
-        return cls(id=TakeStore.new_id(), created=time.time(), text=request["text"], model=model, request=recorded,
-                   sampling=asdict(request["sampling"]), placement=dict(request["placement"]),
-                   threads=request["threads"], timings={}, stop_reason="", sample_rate=sample_rate)
+    def for_request(cls, request: TakeRequest, model: str, sample_rate: int) -> "Take":
+        """A take about to run: what was asked (the profile by its name, not its path)."""
+        recorded = {"speaker": request.speaker, "language": request.language, "instruct": request.instruct,
+                    "streaming_text": request.streaming_text}
+        if request.chunk_seeds:
+            recorded["chunk_seeds"] = {str(k): v for k, v in request.chunk_seeds.items()}
+        recorded["voice_profile"] = request.voice_profile_name
+        return cls(id=TakeStore.new_id(), created=time.time(), text=request.text, model=model, request=recorded,
+                   sampling=asdict(request.sampling), placement=dict(request.placement),
+                   threads=request.threads, timings={}, stop_reason="", sample_rate=sample_rate)
 
     def record(self, result, ran, where: dict, chunks=()) -> None:
         """What the take ran with and what it cost (the engine's Result and Ran, not the widgets);

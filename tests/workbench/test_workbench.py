@@ -90,10 +90,10 @@ def test_latencies_shown_match_the_engine_alone(qtbot, window, report):
     window.sampling.greedy.setChecked(True)
     window.sampling.max_frames.setValue(200)
     job = window.job()
-    alone = Engine.load(window.info.path, threads=job["threads"])
+    alone = Engine.load(window.info.path, threads=job.threads)
 
     def run_alone():
-        stream = alone.stream(job["text"], speaker=job["speaker"], language=job["language"], sampling=job["sampling"])
+        stream = alone.stream(job.text, speaker=job.speaker, language=job.language, sampling=job.sampling)
         for _ in stream:
             pass
         return stream.result
@@ -109,7 +109,7 @@ def test_latencies_shown_match_the_engine_alone(qtbot, window, report):
     alone_ms = {s: float(np.mean([r.timings.mean_ms(s) for r in runs])) for s in stages}
     ratios = {s: take.timings[f"{s}_ms"] / alone_ms[s] for s in stages}
     total = sum(take.timings[f"{s}_ms"] for s in stages) / sum(alone_ms.values())
-    report(f"workbench per-stage ms / engine alone ({job['threads']} threads, 200 frames, GUI thread "
+    report(f"workbench per-stage ms / engine alone ({job.threads} threads, 200 frames, GUI thread "
            f"{100 * gui_cpu / wall:.0f}% of a core at full speed): "
            + ", ".join(f"{s} {r:.2f}" for s, r in ratios.items()) + f", all stages {total:.2f}")
     assert np.array_equal(blocker.args[0].codes, runs[0].codes)   # the same request
