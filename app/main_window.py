@@ -16,7 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QIcon, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QDialog, QFileDialog, QFrame, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMenu,
-                               QMessageBox, QPlainTextEdit, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
+                               QMessageBox, QPlainTextEdit, QScrollArea, QToolButton, QVBoxLayout, QWidget)
 
 from kazeia.engine.gguf_file import FILE_TYPES
 from kazeia.engine.placement import silent_cpu_stages
@@ -28,6 +28,7 @@ from .audio_output import AudioOutput
 from .comparison import PlacementComparison, difference_text
 from .controller import EngineController
 from .panels.backend import BackendPanel, modes_help
+from .panels.base import wrapping_label
 from .panels.compare import ComparePanel
 from .panels.lexicon import LexiconPanel
 from .panels.models import ModelsPanel
@@ -111,9 +112,7 @@ class MainWindow(QMainWindow):
         self.banner.setObjectName("banner")
         row = QHBoxLayout(self.banner)
         row.setContentsMargins(6, 2, 6, 2)
-        self.banner_text = QLabel("")
-        self.banner_text.setWordWrap(True)
-        self.banner_text.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.banner_text = wrapping_label()
         close = QToolButton()
         close.setText("x")
         close.setToolTip("hide this message (Help > Messages keeps it)")

@@ -3,8 +3,18 @@ saved the moment the operator changes something (not only on a clean close)."""
 from __future__ import annotations
 
 from PySide6.QtCore import QSettings, Signal
-from PySide6.QtWidgets import (QAbstractButton, QAbstractSpinBox, QComboBox, QFormLayout, QGroupBox, QLineEdit,
-                               QPlainTextEdit, QSlider, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractButton, QAbstractSpinBox, QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit,
+                               QPlainTextEdit, QSizePolicy, QSlider, QVBoxLayout, QWidget)
+
+
+def wrapping_label(text: str = "", name: str | None = None) -> QLabel:
+    """A label for notes and figures of any length: it wraps, and never widens the window."""
+    label = QLabel(text)
+    if name:
+        label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+    return label
 
 
 def watch(widgets, slot) -> None:

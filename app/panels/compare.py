@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout)
+                               QTableWidget, QTableWidgetItem, QVBoxLayout)
 
 from kazeia.engine.placement import MEANINGS, MODES, STAGES, mode_status
 
 from ..comparison import difference_text
-from .base import Panel, watch
+from .base import Panel, watch, wrapping_label
 from .takes import placement_short
 
 ROWS = ("placement", "talker ms/frame", "code predictor ms/frame", "decoder ms/frame", "TTFA ms", "prefill ms", "RTF",
@@ -62,19 +62,14 @@ class ComparePanel(Panel):
         row.addWidget(self.compare_button)
         row.addWidget(self.listen_button)
         layout.addLayout(row)
-        self.state = QLabel("Renders the current text on A, then on B.")
-        self.state.setWordWrap(True)
-        self.state.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.state = wrapping_label("Renders the current text on A, then on B.")
         layout.addWidget(self.state)
         self.table = QTableWidget(len(ROWS), 2)
         self.table.setHorizontalHeaderLabels(["A", "B"])
         self.table.setVerticalHeaderLabels(list(ROWS))
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
         layout.addWidget(self.table, 1)
-        self.difference = QLabel("")
-        self.difference.setObjectName("difference")
-        self.difference.setWordWrap(True)
-        self.difference.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.difference = wrapping_label(name="difference")
         layout.addWidget(self.difference)
         self.compare_button.clicked.connect(lambda: self.compare_requested.emit(self.placement("A"),
                                                                                  self.placement("B")))

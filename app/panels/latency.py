@@ -4,18 +4,10 @@ selected in the table (its own numbers, not the last generation's)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout
+from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout
 
 from ..plots import LatencyPlot, StartupBars, legend_html
-from .base import Panel
-
-
-def _label(name: str) -> QLabel:
-    label = QLabel("")
-    label.setObjectName(name)
-    label.setWordWrap(True)
-    label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)   # long text wraps, never widens the window
-    return label
+from .base import Panel, wrapping_label
 
 
 class LatencyPanel(Panel):
@@ -25,14 +17,14 @@ class LatencyPanel(Panel):
         super().__init__(settings)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.legend = _label("legend")
+        self.legend = wrapping_label(name="legend")
         self.legend.setTextFormat(Qt.RichText)
         self.legend.setText(legend_html())
         self.chart = LatencyPlot(budget_ms)
         self.startup = StartupBars()
-        self.title = _label("latency_title")
-        self.stats = _label("stats")
-        self.where = _label("where")   # an accelerator mode never runs silently on the CPU
+        self.title = wrapping_label(name="latency_title")
+        self.stats = wrapping_label(name="stats")
+        self.where = wrapping_label(name="where")   # an accelerator mode never runs silently on the CPU
         layout.addWidget(self.title)
         layout.addWidget(self.legend)
         layout.addWidget(self.chart, 3)

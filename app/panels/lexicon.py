@@ -8,13 +8,12 @@ import csv
 from pathlib import Path
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSizePolicy,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout)
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
 from kazeia.engine.atomic import atomic_write_text
 from kazeia.engine.text.lexicon import FIELDS, Lexicon, LexiconError
 
-from .base import Panel
+from .base import Panel, wrapping_label
 
 
 class LexiconPanel(Panel):
@@ -26,9 +25,7 @@ class LexiconPanel(Panel):
         self.path = Path(path)
         self.lexicon: Lexicon | None = None   # the last good rules (None: no rules)
         layout = QVBoxLayout(self)
-        self.note = QLabel("")
-        self.note.setWordWrap(True)
-        self.note.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.note = wrapping_label()
         layout.addWidget(self.note)
         self.table = QTableWidget(0, len(FIELDS))
         self.table.setHorizontalHeaderLabels(["term", "say", "case", "language", "voice"])

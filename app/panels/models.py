@@ -11,11 +11,11 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QProgressBar,
-                               QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout)
+                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
 from kazeia.engine.models.catalog import KNOWN_MODELS, find_known
 
-from .base import Panel
+from .base import Panel, wrapping_label
 
 COLUMNS = ("model", "can do", "download", "on disk", "installed")
 PHASES = {"download": "downloading", "verify": "checking", "convert": "converting"}
@@ -86,9 +86,7 @@ class ModelsPanel(Panel):
         self.progress = QProgressBar()
         self.progress.setTextVisible(False)
         self.progress.hide()
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.status = wrapping_label()
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)

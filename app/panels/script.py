@@ -11,15 +11,15 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QPushButton, QSizePolicy, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLineEdit,
+                               QPushButton, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
 from kazeia.engine.audio_io import NAMED_FORMATS
 from kazeia.engine.render import read_manifest, set_override
 from kazeia.engine.script import ScriptError, read_script
 
 from ..elided_label import ElidedLabel
-from .base import Panel, watch
+from .base import Panel, watch, wrapping_label
 
 COLUMNS = ("id", "text", "speaker", "status", "seconds", "RTF")
 
@@ -79,9 +79,7 @@ class ScriptPanel(Panel):
         for b in (self.play_button, self.stop_button, self.folder_button):
             row.addWidget(b)
         layout.addLayout(row)
-        self.progress = QLabel("")
-        self.progress.setWordWrap(True)
-        self.progress.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.progress = wrapping_label()
         layout.addWidget(self.progress)
         self.open_button.clicked.connect(self._open_dialog)
         self.render_all_button.clicked.connect(lambda: self.request_render(None))

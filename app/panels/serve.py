@@ -10,13 +10,12 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QPushButton, QSizePolicy, QSpinBox, QTableWidget, QTableWidgetItem,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QFormLayout, QHBoxLayout, QHeaderView, QLineEdit, QPushButton, QSpinBox, QTableWidget, QTableWidgetItem,
                                QVBoxLayout)
 
 from kazeia.engine.serve.run import is_loopback
 
-from .base import Panel, as_bool, watch
+from .base import Panel, as_bool, watch, wrapping_label
 
 COLUMNS = ("time", "request", "voice", "chars", "frames", "TTFA ms", "RTF", "talker / cp / decoder ms", "outcome")
 KEPT_ROWS = 200
@@ -61,16 +60,12 @@ class ServePanel(Panel):
         layout.addLayout(form)
         row = QHBoxLayout()
         self.start_button = QPushButton("Start")
-        self.status = QLabel("stopped")
-        self.status.setWordWrap(True)
+        self.status = wrapping_label("stopped")
         self.status.setTextInteractionFlags(self.status.textInteractionFlags() | self.status.textInteractionFlags().TextSelectableByMouse)
-        self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         row.addWidget(self.start_button)
         row.addWidget(self.status, 1)
         layout.addLayout(row)
-        self.voice_list = QLabel("")
-        self.voice_list.setWordWrap(True)
-        self.voice_list.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.voice_list = wrapping_label()
         layout.addWidget(self.voice_list)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)

@@ -12,13 +12,13 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyMod
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
                                QFrame, QInputDialog, QLabel, QLineEdit, QMenu, QMessageBox, QPushButton, QScrollArea,
-                               QSizePolicy, QSplitter, QTableView, QVBoxLayout)
+                               QSplitter, QTableView, QVBoxLayout)
 
 from kazeia.engine.placement import STAGES
 
 from ..export import FORMATS, export_takes
 from ..touch import TapAndHold
-from .base import Panel, as_bool, watch
+from .base import Panel, as_bool, watch, wrapping_label
 
 COLUMNS = ("time", "name", "voice", "seed", "placement", "threads", "frames", "seconds", "RTF", "stop", "model")
 SHORT_MODE = {"cpu": "cpu", "accel-weights": "weights", "accel-sched": "sched"}
@@ -195,10 +195,8 @@ class TakesPanel(Panel):
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setWordWrap(False)
         self.table.horizontalHeader().setMaximumSectionSize(150)
-        self.details = QLabel("")
-        self.details.setWordWrap(True)
+        self.details = wrapping_label()
         self.details.setTextFormat(Qt.RichText)
-        self.details.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.details.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         details = QScrollArea()   # a long text scrolls, never cut
         details.setObjectName("take_details")
@@ -217,9 +215,7 @@ class TakesPanel(Panel):
         self.match_loudness.setChecked(True)
         row.addWidget(self.match_loudness)
         layout.addLayout(row)
-        self.ab_label = QLabel("")
-        self.ab_label.setWordWrap(True)
-        self.ab_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.ab_label = wrapping_label()
         layout.addWidget(self.ab_label)
         row = QHBoxLayout()
         self.restore_button, self.rename_button, self.delete_button = (

@@ -4,10 +4,9 @@ preview (a short fixed sentence, played, not kept as a take) asked of the engine
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QInputDialog, QLabel,
-                               QMessageBox, QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout)
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QInputDialog, QMessageBox, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
-from .base import Panel
+from .base import Panel, wrapping_label
 
 COLUMNS = ("name", "kind", "made for", "transcript")
 
@@ -23,9 +22,7 @@ class VoiceLibraryPanel(Panel):
         super().__init__(settings)
         self.library = library
         layout = QVBoxLayout(self)
-        self.note = QLabel("")
-        self.note.setWordWrap(True)
-        self.note.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.note = wrapping_label()
         layout.addWidget(self.note)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
