@@ -1,0 +1,63 @@
+"""What the commands share: thread and batch arguments, help that names defaults once, text files read
+and output paths checked before minutes of work."""
+
+from __future__ import annotations
+
+import argparse
+
+
+OVERLAP_HELP = ("decode beside generation on part of the cores (the same audio; default: $KAZEIA_OVERLAP, "
+                "else off; docs/performance.md)")
+THREADS_HELP = "compute threads (default: every core; fewer while other processes hold some)"
+
+
+def read_text_file(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise ValueError(f"--text-file {path}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"--text-file {path}: a folder, not a text file") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"--text-file {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise ValueError(f"--text-file {path}: cannot read it ({e.strerror})") from None
+
+def check_output_path(path: str) -> None:
+    import os
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"{path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"{path}: cannot write into {folder}")
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder: give a file name (.wav or .flac)")
+
+def thread_count(text: str) -> int:
+    from ..threads import check_threads
+    try:
+        return check_threads(int(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e) if text.strip().lstrip("-").isdigit() else
+                                         f"threads must be a whole number, got {text!r}") from None
+
+def batch_sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or any(b < 1 for b in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: give positive batch sizes separated by commas, e.g. 1,2,4,8")
+    return sizes
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Help that ends with an option's default where its text does not say it already, and only
+    for a value (not for a flag's True or False, nor for None: "the model's own" says more)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or not action.option_strings or any(action.default is v for v in (None, True, False,
+                                                                                                argparse.SUPPRESS)):
+            return text
+        return f"{text} (default: %(default)s)"

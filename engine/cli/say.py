@@ -1,0 +1,161 @@
+"""`kazeia say`: speak text into an audio file (one prompt or a long take: long_text.one_prompt_text)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .options import (DefaultsHelpFormatter, OVERLAP_HELP, THREADS_HELP, check_output_path,
+                      read_text_file, thread_count)
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("say", help="speak text into an audio file",
+                       formatter_class=DefaultsHelpFormatter,
+                       description="Sampling defaults (temperature, top-k, top-p) are the model's own "
+                                   "(kazeia info MODEL); threads: every core this process may use "
+                                   "($KAZEIA_THREADS overrides), fewer while other processes hold some.")
+    s.add_argument("--model", required=True, help='a GGUF file, a registered name (kazeia models), or "demo"')
+    text = s.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text", default=None, help="the text to speak")
+    text.add_argument("--text-file", default=None, help="read the text from a UTF-8 file")
+    s.add_argument("-o", "--output", required=True, help=".wav (float) or .flac")
+    s.add_argument("--speaker", default=None, help="CustomVoice speaker")
+    s.add_argument("--language", default="auto", help="a language the model knows (kazeia info MODEL), or auto")
+    s.add_argument("--instruct", default=None, help="voice description (VoiceDesign, 1.7B CustomVoice)")
+    s.add_argument("--voice", default=None, help="voice profile (Base models)")
+    s.add_argument("--seed", type=int, default=0, help="sampling seed (the same seed gives the same audio)")
+    s.add_argument("--greedy", action="store_true", help="argmax everywhere (parity with the reference)")
+    s.add_argument("--temperature", type=float, default=None, help="talker temperature (default: the model's)")
+    s.add_argument("--top-k", type=int, default=None, help="talker top-k, 0 = off (default: the model's)")
+    s.add_argument("--top-p", type=float, default=None, help="talker top-p (default: the model's)")
+    s.add_argument("--max-frames", type=int, default=None, help="default: derived from the text length")
+    s.add_argument("--stream", action="store_true", help="decode while generating (reports time to first audio)")
+    feed = s.add_mutually_exclusive_group()
+    feed.add_argument("--streaming-text", dest="streaming_text", action="store_true", default=None,
+                      help="feed text while generating (default for Base)")
+    feed.add_argument("--no-streaming-text", dest="streaming_text", action="store_false",
+                      help="whole text in the prompt (default for CustomVoice and VoiceDesign)")
+    s.add_argument("--codes-out", default=None, help="also save the codes [frames, 16] as .npy")
+    long = s.add_argument_group("long texts, dialogue and pauses (docs/speaking.md)")
+    long.add_argument("--cast", default=None,
+                      help="TOML file naming the voices [voice=NAME] and 'Name: text' lines may use")
+    long.add_argument("--lexicon", action="append", default=None,
+                      help="pronunciation rules (.toml or .csv); repeat to add files, later ones win")
+    long.add_argument("--pause-sentence", type=float, default=150.0, help="ms of silence between chunks")
+    long.add_argument("--pause-paragraph", type=float, default=600.0, help="ms of silence at a paragraph break")
+    long.add_argument("--trim-silence", action="store_true", help="trim each chunk's leading and trailing silence")
+    long.add_argument("--max-chars", type=int, default=250, help="characters per chunk at most")
+    long.add_argument("--max-tokens", type=int, default=64, help="text tokens per chunk at most")
+    long.add_argument("--batch", type=int, default=4, help="chunks synthesized together")
+    s.add_argument("--threads", type=thread_count, default=None, help=THREADS_HELP)
+    s.add_argument("--placement", default="cpu", choices=["cpu", "accel-weights", "accel-sched"],
+                   help="where the stages run (kazeia devices lists what is available)")
+    s.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=None, help=OVERLAP_HELP)
+    s.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from ..audio_io import write_audio
+    from ..demo import resolve_model
+    from ..long_text import one_prompt_text
+    from ..requests import SamplingParams
+    from ..synthesis import Engine
+    from ..text.join import JoinSettings
+    text = args.text if args.text is not None else read_text_file(args.text_file)
+    check_output_path(args.output)   # before minutes of synthesis, not after
+    if args.codes_out:
+        check_output_path(args.codes_out)
+    engine = Engine.load(resolve_model(args.model), threads=args.threads, placement=args.placement,
+                         overlap=args.overlap)
+    info = engine.info
+    if info.random_weights:
+        print(f"note: {info.path.name} has random weights and produces noise", file=sys.stderr)
+    sampling = SamplingParams.from_model(info, seed=args.seed)
+    for name in ("temperature", "top_k", "top_p", "max_frames"):
+        if getattr(args, name) is not None:
+            setattr(sampling, name, getattr(args, name))
+    if args.greedy:
+        sampling = sampling.greedy()
+    voice = None
+    if args.voice:
+        from ..voice import load_voice
+        voice = load_voice(args.voice, engine.model)
+    composition = _compose_for_say(engine, text, args, voice)
+    prompt = one_prompt_text(text, composition, JoinSettings(trim_silence=args.trim_silence))
+    if prompt is None:
+        return _say_long(engine, composition, sampling, args)
+    chunk = composition.chunks[0]   # one prompt, as every front end speaks it (long_text.one_prompt_text)
+    request = dict(speaker=chunk.cast.speaker, language=chunk.language, instruct=chunk.cast.instruct,
+                   voice=chunk.cast.voice, sampling=sampling, streaming_text=args.streaming_text)
+    if args.stream:
+        stream = engine.stream(prompt, one_prompt=True, **request)
+        try:
+            for _ in stream:
+                pass
+        except KeyboardInterrupt:
+            stream.cancel()
+            stream.wait()
+            raise
+        result = stream.result
+    else:
+        result = engine.synthesize(prompt, one_prompt=True, **request)
+    write_audio(args.output, result.audio, result.sample_rate)
+    if args.codes_out:
+        np.save(args.codes_out, result.codes)
+    _print_rewrites(composition)
+    print(f"wrote {args.output}: {result.timings.audio_seconds:.2f} s of audio, stopped by {result.stop_reason}")
+    print(result.timings.summary())
+    return 0
+
+
+def _compose_for_say(engine, text: str, args, voice):
+    """The text as chunks and pauses (text/compose.py) with the command's voice, cast and lexicon."""
+    from ..cast import load_cast, model_cast
+    from ..text.compose import Cast, Pauses, compose
+    from ..text.sentences import Budget
+    cast = load_cast(args.cast, engine.model) if args.cast else model_cast(engine.model)
+    from ..text.lexicon import load_lexicons
+    lexicon = load_lexicons(args.lexicon)[0] if args.lexicon else None
+    return compose(text, default=Cast(speaker=args.speaker, instruct=args.instruct, voice=voice),
+                   language=args.language, cast=cast, languages=engine.info.languages, lexicon=lexicon,
+                   budget=Budget(args.max_chars, args.max_tokens),
+                   pauses=Pauses(args.pause_sentence, args.pause_paragraph), seed=args.seed,
+                   count_tokens=engine.count_text_tokens)
+
+
+def _say_long(engine, composition, sampling, args) -> int:
+    """Several chunks (or pauses, or trimming): spoken through the batched engine and joined."""
+    import numpy as np
+
+    from ..audio_io import write_audio
+    from ..long_text import speak
+    from ..text.join import JoinSettings
+    chunks = composition.chunks
+    bar = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+        bar = tqdm(total=len(chunks), unit="chunk", desc="speaking", file=sys.stderr)
+    try:
+        result = speak(engine, composition, sampling, JoinSettings(trim_silence=args.trim_silence),
+                       max_batch=args.batch, on_chunk=lambda take, total: bar.update(1) if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    write_audio(args.output, result.audio, result.sample_rate)
+    if args.codes_out:
+        np.save(args.codes_out, result.codes)
+    _print_rewrites(composition)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    frames = sum(len(c.result.codes) for c in result.chunks)
+    print(f"wrote {args.output}: {result.audio_seconds:.2f} s of audio in {len(chunks)} chunk(s), {frames} frames")
+    print(f"TTFA {result.ttfa_ms:.0f} ms, {result.total_ms / 1000:.2f} s in all, RTF {result.rtf:.2f}")
+    return 0
+
+
+def _print_rewrites(composition) -> None:
+    for chunk in composition.chunks:
+        for r in chunk.rewrites:
+            print(f"lexicon: chunk {chunk.index + 1}: {r.term!r} -> {r.replacement!r} ({r.source})")
