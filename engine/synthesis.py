@@ -207,12 +207,12 @@ class Engine:
         whole take (Engine.speak gives each chunk's too). `one_prompt`: the text as given, no markup
         and no splitting, in one prompt (the reference's unit). `lexicon`: text.lexicon.Lexicon."""
         if not one_prompt:
-            take = self.take(Request(text, speaker, language, instruct, voice, sampling, streaming_text), lexicon=lexicon,
-                             start=False)
-            if not isinstance(take, Request):
-                return take.wait()
-            text, speaker, language, instruct, voice, sampling = (take.text, take.speaker, take.language, take.instruct,
-                                                                  take.voice, take.sampling)
+            prompt, long = self._prompt_or_long(Request(text, speaker, language, instruct, voice, sampling,
+                                                        streaming_text), lexicon)
+            if long is not None:
+                return long.wait()
+            text, speaker, language, instruct, voice, sampling = (prompt.text, prompt.speaker, prompt.language,
+                                                                  prompt.instruct, prompt.voice, prompt.sampling)
         if self.overlap_worker is not None:
             return self._synthesize_overlapped(*self.prepare(text, speaker, language, instruct, voice, sampling,
                                                              streaming_text), voice)
@@ -290,38 +290,43 @@ class Engine:
         if not isinstance(decode_every, int) or decode_every < 1:
             raise ValueError(f"decode_every must be a positive integer, got {decode_every!r}")
         if not one_prompt:
-            take = self.take(Request(text, speaker, language, instruct, voice, sampling, streaming_text), lexicon=lexicon,
-                             start=False, decode_every=decode_every)
-            if not isinstance(take, Request):
-                return take
-            text, speaker, language, instruct, voice, sampling = (take.text, take.speaker, take.language, take.instruct,
-                                                                  take.voice, take.sampling)
+            prompt, long = self._prompt_or_long(Request(text, speaker, language, instruct, voice, sampling,
+                                                        streaming_text), lexicon)
+            if long is not None:
+                return long
+            text, speaker, language, instruct, voice, sampling = (prompt.text, prompt.speaker, prompt.language,
+                                                                  prompt.instruct, prompt.voice, prompt.sampling)
         plan, sampling, timings, start = self.prepare(text, speaker, language, instruct, voice, sampling,
                                                        streaming_text)
         return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every,
                            batcher=self._batcher if self.max_batch > 1 else None)
 
     def take(self, request: Request, *, lexicon=None, join=None, chunk_seeds: dict[int, int] | None = None,
-             start: bool = True, decode_every: int = DECODE_EVERY):
+             decode_every: int = DECODE_EVERY):
         """The one way in for a take (the CLI, the workbench, the server and the benches come here):
         `request` as one prompt, an AudioStream, when long_text.one_prompt_text says it is one, else
         its chunks as a LongStream (started; the take's joined audio in order, each chunk's own in
         `takes`). `lexicon`: text.lexicon.Lexicon; `join`: text.join.JoinSettings; `chunk_seeds`:
-        long_text.plan_take. A batching engine's chunks share its batcher with every other stream (a
-        server's requests), else they get one of their own. `start=False` gives the one prompt as
-        its Request instead of a stream (synthesize decodes it offline)."""
-        from .long_text import LongStream, plan_take
-        request = replace(request, sampling=request.sampling or SamplingParams.from_model(self.info))
-        prompt, plan = plan_take(self, request, lexicon, join, chunk_seeds)
-        if prompt is None:
-            shared = self._batcher if self.max_batch > 1 else None
-            return LongStream(self, plan, request.sampling, join, max_batch=4, streaming_text=request.streaming_text,
-                              batcher=shared)
-        if not start:
-            return prompt
+        long_text.plan_take."""
+        prompt, long = self._prompt_or_long(request, lexicon, join, chunk_seeds)
+        if long is not None:
+            return long
         return self.stream(prompt.text, speaker=prompt.speaker, language=prompt.language, instruct=prompt.instruct,
                            voice=prompt.voice, sampling=prompt.sampling, streaming_text=prompt.streaming_text,
                            decode_every=decode_every, one_prompt=True)
+
+    def _prompt_or_long(self, request: Request, lexicon=None, join=None, chunk_seeds=None):
+        """(the one prompt's Request, None), or (None, a LongStream of the chunks, started): Engine.take's
+        decision. A batching engine's chunks share its batcher with every other stream (a server's
+        requests), else they get one of their own."""
+        from .long_text import LongStream, plan_take
+        request = replace(request, sampling=request.sampling or SamplingParams.from_model(self.info))
+        prompt, plan = plan_take(self, request, lexicon, join, chunk_seeds)
+        if prompt is not None:
+            return prompt, None
+        shared = self._batcher if self.max_batch > 1 else None
+        return None, LongStream(self, plan, request.sampling, join, max_batch=4,
+                                streaming_text=request.streaming_text, batcher=shared)
 
     def warm_up(self) -> None:
         """One short stream, its audio dropped: a request's one-time costs (the streaming decoder's
