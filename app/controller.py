@@ -1,6 +1,7 @@
 """The engine on one worker thread. Widgets never call the engine: every request (load, placement
 and threads, a take, a script, a voice profile, a preview) is a Job, run on the worker in the order
-asked. A job carries its own signals (napari's thread_worker shape): whoever asked connects to the
+asked. What must not wait behind a take (a model download, starting and stopping the server, which
+has threads of its own and shares the engine's batches) runs as a Job on a second, service thread. A job carries its own signals (napari's thread_worker shape): whoever asked connects to the
 job it got, so no outcome is told to everyone and sorted by a string. A placement or thread change
 asked for while a take runs is queued behind it, so it applies to the next take; each take reports
 the placement and threads it actually ran with."""
@@ -22,6 +23,7 @@ from .take_request import TakeRequest
 
 PREVIEW_TEXT = "This is how I sound."
 PREVIEW_SECONDS = 6   # a preview stops here whatever the model does
+SERVICE_JOBS = ("pull", "serve", "stop-serving")   # run on the service thread, never behind a take
 
 
 @dataclass
@@ -82,6 +84,23 @@ class Job(QObject):
         self.finished.emit(result)
 
 
+@dataclass
+class ServeRequest:
+    """What the Serve dialog asks for (checked there: another address than loopback needs a key)."""
+    host: str
+    port: int
+    api_key: str | None
+    wyoming_port: int | None       # None: no Wyoming server
+    voices_folder: Path            # a Base model offers the voice library's profiles
+    observer: object = None        # called with each request's record, on the server's thread
+
+
+@dataclass
+class Serving:
+    server: object                 # kazeia.engine.serve.local.LocalServer
+    voices: list[str]              # as a client names them, with what each maps to
+
+
 class _Worker(QObject):
     """Runs jobs, one after the other, on the engine's thread; holds the engine."""
 
@@ -122,6 +141,39 @@ def _load(worker: _Worker, job: Job, path: str, threads, placement, out_type: st
     except Exception as e:
         job.status.emit(f"warm-up failed (takes still run): {_message(e)}")
     return worker.engine
+
+
+def _pull(worker, job: Job, source: str):
+    """A download, verified, converted and registered (`kazeia pull`'s steps); on the service thread."""
+    from kazeia.engine.errors import PullCancelled, PullError
+    from kazeia.engine.models.pull import pull_model
+    try:
+        return pull_model(source, on_progress=job.progress.emit, cancel=job.cancelled, on_note=job.status.emit)
+    except PullCancelled:
+        raise RuntimeError("cancelled: nothing was registered; what was downloaded is kept, and the next "
+                           "download continues from it") from None
+    except (PullError, ValueError, OSError) as e:
+        raise RuntimeError(str(e)) from None
+
+
+def _serve(worker, job: Job, engine: Engine, request: ServeRequest) -> Serving:
+    """kazeia serve's app on the loaded engine (on the service thread: the server has threads of its
+    own and its requests join the engine's batches, so a take running meanwhile is not waited for)."""
+    from kazeia.engine.serve.app import ServerSettings, create_app
+    from kazeia.engine.serve.local import LocalServer
+    from kazeia.engine.serve.voices import VoiceBook
+    info = engine.info
+    voices = VoiceBook(engine.model, request.voices_folder if info.variant == "base" else None)
+    wyoming = (request.host, request.wyoming_port) if request.wyoming_port else None
+    settings = ServerSettings(info.path.stem, api_key=request.api_key, max_batch=max(1, engine.max_batch),
+                              wyoming=wyoming)
+    app = create_app(engine, voices, settings, observer=request.observer)
+    server = LocalServer(app, port=request.port, host=request.host)
+    return Serving(server, [v["id"] + (f" ({v['maps_to']})" if "maps_to" in v else "") for v in voices.listing()])
+
+
+def _stop_serving(worker, job: Job, serving: Serving) -> None:
+    serving.server.stop()
 
 
 def _apply(worker: _Worker, job: Job, placement, threads) -> Ran:
@@ -182,6 +234,7 @@ class EngineController(QObject):
     job once its asker has connected to it."""
     submitted = Signal(object)   # Job
     _run = Signal(object)
+    _run_service = Signal(object)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -192,8 +245,16 @@ class EngineController(QObject):
         self._worker.moveToThread(self._thread)
         self._run.connect(self._worker.run)
         self._thread.start()
+        self._service_thread = QThread()
+        self._service_thread.setObjectName("kazeia-service")
+        self._service = _Worker()
+        self._service.moveToThread(self._service_thread)
+        self._run_service.connect(self._service.run)
+        self._service_thread.start()
         self.take: Job | None = None     # the take queued or running
         self.script: Job | None = None   # the script rendering (takes wait for it)
+        self.pull: Job | None = None     # the model download running
+        self.serving: Serving | None = None
         self.loading = False
 
     @property
@@ -242,6 +303,31 @@ class EngineController(QObject):
     def preview(self, profile_path: Path, language: str = "auto") -> Job:
         return Job("preview", partial(_preview, profile_path=str(profile_path), language=language))
 
+    # -- on the service thread ------------------------------------------------------------------
+    def pull_model(self, source: str) -> Job | None:
+        """A download (a catalog alias or a repository id); None while another runs. cancel_pull()
+        stops it; what was downloaded is kept for the next try."""
+        if self.pull is not None:
+            return None
+        self.pull = self._until_done(Job("pull", partial(_pull, source=source)), self._pull_ended)
+        return self.pull
+
+    def cancel_pull(self) -> None:
+        if self.pull is not None:
+            self.pull.cancel()
+
+    def start_server(self, request: ServeRequest) -> Job | None:
+        """The loaded model served (None: no model, or already serving)."""
+        if self.engine is None or self.serving is not None:
+            return None
+        job = Job("serve", partial(_serve, engine=self.engine, request=request))
+        job.finished.connect(self._served)
+        return job
+
+    def stop_server(self) -> Job | None:
+        serving, self.serving = self.serving, None
+        return None if serving is None else Job("stop-serving", partial(_stop_serving, serving=serving))
+
     def _idle(self) -> bool:
         """A model is loaded and no take, script or load holds the worker."""
         return self.engine is not None and not (self.busy or self.rendering or self.loading)
@@ -254,7 +340,7 @@ class EngineController(QObject):
 
     def submit(self, job: Job) -> Job:
         self.submitted.emit(job)
-        self._run.emit(job)
+        (self._run_service if job.kind in SERVICE_JOBS else self._run).emit(job)
         return job
 
     # -- the rest ----------------------------------------------------------------------------------
@@ -265,9 +351,16 @@ class EngineController(QObject):
                 job.cancel()
 
     def shutdown(self) -> None:
+        """Stops what runs (a take, a script, a download, the server) and both threads."""
         self.cancel()
+        self.cancel_pull()
+        if self.serving is not None:
+            self.serving.server.stop()
+            self.serving = None
         self._thread.quit()
         self._thread.wait()
+        self._service_thread.quit()
+        self._service_thread.wait(10_000)   # (a download stuck in a socket read is left to the OS)
 
     # (slots of this object, never lambdas: a job emits on the worker thread, and only a receiver
     # that is a QObject of the GUI thread has its slot run there)
@@ -277,6 +370,12 @@ class EngineController(QObject):
 
     def _load_failed(self, _message: str) -> None:
         self.loading = False
+
+    def _pull_ended(self, _outcome) -> None:
+        self.pull = None
+
+    def _served(self, serving: Serving) -> None:
+        self.serving = serving
 
     def _take_ended(self, _outcome) -> None:
         self.take = None

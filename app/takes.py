@@ -145,10 +145,12 @@ class TakeStore:
         return take.audio
 
     def add(self, take: Take) -> Take:
+        """Lists the take, then writes it. A failed write (a full disk) raises, and the take stays
+        listed with its audio in memory for this session: it can still be played and exported."""
         assert take.audio is not None
+        self.takes.append(take)
         _atomic_write(self.folder / f"{take.id}.wav",
                       lambda p: soundfile.write(p, take.audio, take.sample_rate, format="WAV", subtype="FLOAT"))
-        self.takes.append(take)
         self._save_index()
         return take
 

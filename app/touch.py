@@ -5,7 +5,7 @@ being typed. Tooltips' information is reachable with the "?" button (What's this
 from __future__ import annotations
 
 from PySide6.QtCore import QElapsedTimer, QEvent, QObject, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QInputDevice
+from PySide6.QtGui import QGuiApplication, QInputDevice
 from PySide6.QtWidgets import QAbstractItemView, QAbstractScrollArea, QApplication, QScroller, QWhatsThis, QWidget
 
 CHOICES = ("auto", "on", "off")
@@ -168,3 +168,18 @@ def keyboard_overlap(window: QWidget, rect: QRectF | None = None) -> int:
     if rect.isEmpty():
         return 0
     return max(0, min(window.height(), window.height() - int(rect.top())))
+
+
+def lift_above_keyboard(window: QWidget, outer, scroll_area, text, rect: QRectF | None = None) -> int:
+    """Lifts the window's content (its outer layout) above the on-screen keyboard, keeping the text
+    cursor and the focused field of the scroll area in view; returns the px covered."""
+    covered = keyboard_overlap(window, rect)
+    margins = outer.contentsMargins()
+    outer.setContentsMargins(margins.left(), margins.top(), margins.right(), 4 + covered)
+    if covered:
+        outer.activate()
+        text.ensureCursorVisible()
+        focus = QGuiApplication.focusObject()
+        if isinstance(focus, QWidget) and scroll_area.isAncestorOf(focus):
+            scroll_area.ensureWidgetVisible(focus)
+    return covered

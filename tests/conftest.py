@@ -81,9 +81,10 @@ def report():
 
 
 def pytest_collection_modifyitems(items):
-    # a layer's folder says what its tests need: tests/workbench's need Qt (the X11 pass reruns them)
+    # a layer's folder says what its tests need: tests/workbench's need Qt (the X11 pass reruns them),
+    # but for a module that says NEEDS_QT = False (the session model's)
     for item in items:
-        if item.path.is_relative_to(_TESTS / "workbench"):
+        if item.path.is_relative_to(_TESTS / "workbench") and getattr(item.module, "NEEDS_QT", True):
             item.add_marker(pytest.mark.gui)
 
 

@@ -157,6 +157,13 @@ class BackendPanel(Panel):
         self.volume.valueChanged.connect(lambda v: self._emit(self.volume_changed, v / 100))
         watch([self.threads, self.device_box, self.volume, *self.placement.values()], self.changed)
 
+    def show_conversion(self, progress: tuple) -> None:
+        """A checkpoint's conversion to GGUF: (done, total) in thousands of tensors' bytes."""
+        done, total = progress
+        self.conversion.setVisible(done < total)
+        self.conversion.setRange(0, max(total, 1))
+        self.conversion.setValue(done)
+
     def _emit(self, signal, value) -> None:
         if not self._restoring:
             signal.emit(value)

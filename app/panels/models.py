@@ -1,11 +1,11 @@
 """Get models: the released Qwen3-TTS checkpoints with what each can do and how large it is, which
 are installed, and one button that downloads, verifies, converts and registers one (`kazeia pull`'s
-steps, engine.models.pull) on a thread of its own, so the window stays live and takes go on; a
+steps, engine.models.pull) as a job of the controller's service thread, so the window stays live and
+takes go on; a
 progress bar with speed and time left, Cancel, then the model opens. Models pulled by repository id
 on the command line are listed too."""
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
@@ -54,16 +54,13 @@ class PullRate:
 class ModelsPanel(Panel):
     panel_id = "models"
     open_requested = Signal(str)   # a model file to open (pulled or installed)
+    pull_requested = Signal(str)   # a catalog alias or repository id to download
+    cancel_requested = Signal()
     pulled = Signal(object)        # the registry entry of a finished pull
-    # from the pull's thread (queued to the GUI thread)
-    _progress = Signal(object)
-    _note = Signal(str)
-    _done = Signal(object, str)    # (PullResult or None, error message or "")
 
     def __init__(self, settings):
         super().__init__(settings)
-        self._thread: threading.Thread | None = None
-        self._cancel = threading.Event()
+        self.pulling = False
         self._rate = PullRate()
         self._rows: list[tuple[str, object, list]] = []   # (alias or name, catalog or registry entry, installed)
         layout = QVBoxLayout(self)
@@ -106,9 +103,6 @@ class ModelsPanel(Panel):
         self.table.itemSelectionChanged.connect(self._show_buttons)
         self.table.itemDoubleClicked.connect(lambda _: self.open_selected() if self._installed(self._selected())
                                              else self.pull_selected())
-        self._progress.connect(self._on_progress)
-        self._note.connect(self.status.setText)
-        self._done.connect(self._on_done)
         self.refresh()
 
     # -- the list ---------------------------------------------------------------------------------
@@ -171,69 +165,41 @@ class ModelsPanel(Panel):
                 return
         raise KeyError(source)
 
-    # -- pulling ----------------------------------------------------------------------------------
-    @property
-    def pulling(self) -> bool:
-        return self._thread is not None
-
+    # -- pulling (a controller job: the window connects it here) -----------------------------------
     def pull_selected(self) -> bool:
         selected = self._selected()
         if selected is None or self.pulling:
             return False
-        source = selected[0] if not hasattr(selected[1], "source") else selected[1].source
-        self._cancel = threading.Event()
+        self.pull_requested.emit(selected[0] if not hasattr(selected[1], "source") else selected[1].source)
+        return True
+
+    def show_pull_started(self, source: str) -> None:
+        self.pulling = True
         self._rate = PullRate()
+        self.status.setStyleSheet("")
         self.status.setText(f"getting {source} ...")
         self.progress.setRange(0, 0)   # (busy until the first numbers come)
         self.progress.show()
-        self._thread = threading.Thread(target=self._pull, args=(source, self._cancel), daemon=True,
-                                        name="kazeia-pull")
-        self._thread.start()
         self._show_buttons()
-        return True
-
-    def _pull(self, source: str, cancel: threading.Event) -> None:
-        """On the pull's thread: everything it reports goes through queued signals."""
-        from kazeia.engine.errors import PullCancelled, PullError
-        from kazeia.engine.models.pull import pull_model
-        try:
-            result = pull_model(source, on_progress=self._progress.emit, cancel=cancel, on_note=self._note.emit)
-        except PullCancelled:
-            self._done.emit(None, "cancelled: nothing was registered; what was downloaded is kept, and the next "
-                                  "download continues from it")
-        except (PullError, ValueError, OSError) as e:
-            self._done.emit(None, str(e))
-        except Exception as e:   # nothing a download does may take the window down
-            self._done.emit(None, f"{type(e).__name__}: {e}")
-        else:
-            self._done.emit(result, "")
 
     def cancel(self) -> None:
-        self._cancel.set()
         if self.pulling:
             self.status.setText("cancelling ...")
+            self.cancel_requested.emit()
 
-    def wait(self, timeout: float = 10.0) -> None:
-        """Cancels a running pull and waits for its thread (the window is closing)."""
-        thread = self._thread
-        self._cancel.set()
-        if thread is not None:
-            thread.join(timeout)
-
-    def _on_progress(self, p) -> None:
+    def show_progress(self, p) -> None:
         self.progress.setRange(0, 1000)
         self.progress.setValue(int(1000 * p.done / max(p.total, 1)))
         self.status.setText(self._rate.describe(p))
 
-    def _on_done(self, result, error: str) -> None:
-        self._thread = None
-        self.progress.hide()
-        self.refresh()
-        if error:
-            self.status.setText(error)
-            self.status.setStyleSheet("" if error.startswith("cancelled") else "color: #b00020;")
-            return
-        self.status.setStyleSheet("")
+    def show_pull_failed(self, message: str) -> None:
+        self._pull_ended()
+        self.status.setText(message)
+        self.status.setStyleSheet("" if message.startswith("cancelled") else "color: #b00020;")
+
+    def show_pulled(self, result) -> None:
+        """A finished pull: listed, selected, then opened."""
+        self._pull_ended()
         entry = result.entry
         got = f"{_size(result.downloaded_bytes)} downloaded" if result.downloaded_bytes else "nothing to download"
         self.status.setText(f"{entry.name}: {got}, {_size(entry.file_bytes)} file ({entry.type}); opening it")
@@ -241,6 +207,12 @@ class ModelsPanel(Panel):
         self.select(known.alias if known is not None else entry.name)
         self.pulled.emit(entry)
         self.open_requested.emit(entry.path)
+
+    def _pull_ended(self) -> None:
+        self.pulling = False
+        self.progress.hide()
+        self.status.setStyleSheet("")
+        self.refresh()
 
     # -- installed models -------------------------------------------------------------------------
     def open_selected(self) -> None:

@@ -1,6 +1,7 @@
 """Serve: the loaded model as a speech service for other programs (kazeia serve's app: OpenAI's
-/v1/audio/speech, and Wyoming for Home Assistant when asked), started and stopped here, on the same
-engine as the operator's takes (they share its lock and its batches). The panel shows the address and
+/v1/audio/speech, and Wyoming for Home Assistant when asked), asked for here and started and stopped
+by the engine's controller, on the same engine as the operator's takes (they share its lock and its
+batches). The panel shows the address and
 key to give a client, the voices it offers, and each request as it ends with its per-stage latency.
 Loopback by default; another address needs a key (as on the command line)."""
 from __future__ import annotations
@@ -25,13 +26,15 @@ class ServePanel(Panel):
     panel_id = "serve"
     request_done = Signal(dict)   # emitted on the server's thread; the table is filled on the GUI thread
     state_changed = Signal(bool)  # serving or not
+    start_requested = Signal(object)   # a controller.ServeRequest
+    stop_requested = Signal()
     error = Signal(str)
 
     def __init__(self, settings, voices_folder: Path):
         super().__init__(settings)
         self.voices_folder = Path(voices_folder)
-        self.engine = None
-        self.server = None   # kazeia.engine.serve.local.LocalServer while serving
+        self.info = None     # the loaded model's
+        self.url = ""        # the server's address while serving
         layout = QVBoxLayout(self)
         form = QFormLayout()
         form.setRowWrapPolicy(QFormLayout.WrapLongRows)
@@ -82,61 +85,55 @@ class ServePanel(Panel):
         self._show_state()
 
     # -- what the window tells it ---------------------------------------------------------------
-    def set_engine(self, engine) -> None:
-        """The loaded model's engine (another model: a running server stops, saying why)."""
-        if self.server is not None and engine is not self.engine:
-            self.stop("stopped: another model was loaded")
-        self.engine = engine
+    def set_model(self, info) -> None:
+        self.info = info
         self._show_state()
 
-    # -- serving --------------------------------------------------------------------------------
+    def show_serving(self, url: str, voices: list[str]) -> None:
+        self.url = url
+        self.voice_list.setText("Voices offered: " + (", ".join(voices) or "none (a Base model offers the voice "
+                                                      "library's profiles: make one first)"))
+        self._show_state()
+        self.state_changed.emit(True)
+
+    def show_stopped(self, why: str = "stopped") -> None:
+        was, self.url = self.serving, ""
+        self._show_state(why)
+        if was:
+            self.state_changed.emit(False)
+
+    def show_failed(self, message: str) -> None:
+        self.url = ""
+        self._show_state(f"not started: {message}", error=True)
+
+    # -- what it asks for -----------------------------------------------------------------------
     @property
     def serving(self) -> bool:
-        return self.server is not None
+        return bool(self.url)
+
+    @property
+    def address(self) -> str:
+        return self.url
 
     def toggle(self) -> None:
         if self.serving:
-            self.stop()
+            self.stop_requested.emit()
         else:
             self.start()
 
     def start(self) -> bool:
-        from kazeia.engine.serve.app import ServerSettings, create_app
-        from kazeia.engine.serve.local import LocalServer
-        from kazeia.engine.serve.voices import VoiceBook
-        if self.engine is None:
+        """Asks for the server (start_requested) when the settings allow it; False, saying why, if not."""
+        from kazeia.app.controller import ServeRequest
+        if self.info is None:
             return self._fail("load a model first")
         host, key = self.host.text().strip() or "127.0.0.1", self.api_key.text().strip() or None
         if not is_loopback(host) and key is None:
             return self._fail(f"{host} is reachable from other machines: give an API key (New key), or use 127.0.0.1")
-        info = self.engine.info
-        try:
-            profiles = self.voices_folder if info.variant == "base" else None
-            voices = VoiceBook(self.engine.model, profiles)
-            wyoming = (host, self.wyoming_port.value()) if self.wyoming.isChecked() else None
-            settings = ServerSettings(info.path.stem, api_key=key, max_batch=max(1, self.engine.max_batch),
-                                      wyoming=wyoming)
-            app = create_app(self.engine, voices, settings, observer=self.request_done.emit)
-            self.server = LocalServer(app, port=self.port.value(), host=host)
-        except (ValueError, RuntimeError, OSError) as e:
-            return self._fail(str(e))
-        names = [v["id"] + (f" ({v['maps_to']})" if "maps_to" in v else "") for v in voices.listing()]
-        self.voice_list.setText("Voices offered: " + (", ".join(names) or "none (a Base model offers the "
-                                                      "voice library's profiles: make one first)"))
-        self._show_state()
-        self.state_changed.emit(True)
+        self.status.setText("starting ...")
+        self.start_requested.emit(ServeRequest(host, self.port.value(), key,
+                                               self.wyoming_port.value() if self.wyoming.isChecked() else None,
+                                               self.voices_folder, observer=self.request_done.emit))
         return True
-
-    def stop(self, why: str = "stopped") -> None:
-        server, self.server = self.server, None
-        if server is not None:
-            server.stop()
-            self.state_changed.emit(False)
-        self._show_state(why)
-
-    @property
-    def address(self) -> str:
-        return self.server.url if self.server is not None else ""
 
     # -- inside ---------------------------------------------------------------------------------
     def _fail(self, message: str) -> bool:
@@ -149,15 +146,15 @@ class ServePanel(Panel):
         for w in (self.host, self.port, self.api_key, self.new_key, self.wyoming, self.wyoming_port):
             w.setEnabled(editable)
         self.start_button.setText("Stop" if self.serving else "Start")
-        self.start_button.setEnabled(self.engine is not None or self.serving)
+        self.start_button.setEnabled(self.info is not None or self.serving)
         if self.serving:
             key = self.api_key.text().strip()
             wyoming = f"; Wyoming on tcp://{self.host.text().strip()}:{self.wyoming_port.value()}" \
                 if self.wyoming.isChecked() else ""
-            text = (f"serving {self.engine.info.path.stem} on {self.server.url}/v1 "
+            text = (f"serving {self.info.path.stem} on {self.url}/v1 "
                     f"({'key ' + key if key else 'no key'}){wyoming}")
         else:
-            text = why if self.engine is not None or error else "load a model to serve it"
+            text = why if self.info is not None or error else "load a model to serve it"
         self.status.setText(text)
         self.status.setStyleSheet("color: #b00020;" if error else "")
 

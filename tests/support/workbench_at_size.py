@@ -66,8 +66,8 @@ def walk(app, window, screen, args) -> int:
     window.sampling.max_frames.setValue(12)
     window.text.setPlainText("A take for the layout test, with a sentence long enough to wrap in the text box.")
     done = []
-    window.take_finished.connect(lambda *a: done.append(1))
-    window.generate()
+    window.presenter.take_finished.connect(lambda *a: done.append(1))
+    window.presenter.generate()
     if not wait(lambda: bool(done), 120):
         print(json.dumps({"error": "the take did not finish"}))
         return 1

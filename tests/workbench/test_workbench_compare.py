@@ -19,7 +19,7 @@ def test_compare_placements_makes_two_takes_with_their_difference(qtbot, window)
     window.sampling.max_frames.setValue(6)
     window.sampling.seed.setValue(5)
     before = len(window.store.takes)
-    window.compare_current()
+    window.presenter.compare_current()
     qtbot.waitUntil(lambda: window.playback.ab_pair is not None, timeout=ACCEL_TIMEOUT_MS)
     a, b = window.playback.ab_pair
     assert len(window.store.takes) == before + 2

@@ -60,7 +60,7 @@ def test_ab_switches_between_two_takes(qtbot, workdir):
     generate(qtbot, w, frames=30, seed=1)
     generate(qtbot, w, frames=30, seed=2)
     w.takes.table.selectAll()
-    w.start_ab()
+    w.presenter.start_ab()
     first = w.playback.playing
     assert first is not None and w.playback.ab_pair is not None
     qtbot.wait(50)
@@ -83,8 +83,8 @@ def test_playback_reaches_the_audio_device(qtbot, workdir):
     generate(qtbot, w, frames=10, seed=5)
     take = w.store.takes[-1]
     w.takes.select(take)
-    w.toggle_play()
-    assert w.playback.playing is take, w.messages[-1:]
+    w.presenter.toggle_play()
+    assert w.playback.playing is take, w.session.messages[-1:]
     qtbot.waitUntil(lambda: audio.position >= len(w.store.audio(take)), timeout=30_000)
     qtbot.waitUntil(lambda: not audio.playing, timeout=30_000)
     audio.stop()
@@ -106,8 +106,8 @@ def test_the_limiter_keeps_captured_playback_within_full_scale(qtbot, workdir):
                             sampling={}, placement=ALL_CPU, threads=1, timings={}, stop_reason="eos",
                             sample_rate=24000, audio=loud))
     w.takes.refresh(select=take)
-    w.toggle_play()
-    assert w.playback.playing is take, w.messages[-1:]
+    w.presenter.toggle_play()
+    assert w.playback.playing is take, w.session.messages[-1:]
     qtbot.waitUntil(lambda: audio.position >= len(loud), timeout=30_000)
     qtbot.waitUntil(lambda: not audio.playing, timeout=30_000)
     audio.stop()
@@ -128,7 +128,7 @@ def test_runs_without_an_audio_device(qtbot, workdir):
     assert not w.backend.device_box.isEnabled() and not w.sampling.play_live.isChecked()
     generate(qtbot, w, frames=3)
     w.takes.select(w.store.takes[0])
-    w.toggle_play()
+    w.presenter.toggle_play()
     assert "no audio output" in w.no_output.text()   # stays visible, not a 5-second message
     assert "no audio output" in w.statusBar().currentMessage()
     assert len(w.store.takes) == 1

@@ -21,8 +21,9 @@ def test_serve_the_loaded_model_from_the_window(qtbot, window):
     panel.new_key.click()
     key = panel.api_key.text()
     assert len(key) >= 24
-    panel.start_button.click()
-    assert panel.serving and panel.start_button.text() == "Stop"
+    panel.start_button.click()   # (started by the controller, off the GUI thread)
+    qtbot.waitUntil(lambda: panel.serving, timeout=10_000)
+    assert panel.start_button.text() == "Stop"
     assert panel.address in panel.status.text() and key in panel.status.text()
     assert "vivian" in panel.voice_list.text() and "alloy (serena)" in panel.voice_list.text()
     assert not panel.port.isEnabled()   # (the address is fixed while serving)
@@ -46,7 +47,8 @@ def test_serve_the_loaded_model_from_the_window(qtbot, window):
     qtbot.waitUntil(lambda: window.serve_dialog.isVisible())
     screenshot(window.serve_dialog, "serve-panel")
     panel.start_button.click()
-    assert not panel.serving and panel.status.text() == "stopped"
+    qtbot.waitUntil(lambda: panel.status.text() == "stopped", timeout=10_000)
+    assert not panel.serving
     with pytest.raises(openai.APIConnectionError):
         client.models.list()
 
@@ -62,8 +64,9 @@ def test_refusals_say_why(qtbot, window):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         panel.port.setValue(taken.getsockname()[1])
-        assert not panel.start()
-        assert "cannot listen on 127.0.0.1" in panel.status.text()
+        assert panel.start()   # (asked for: the controller finds the port taken)
+        qtbot.waitUntil(lambda: "cannot listen on 127.0.0.1" in panel.status.text(), timeout=10_000)
+        assert not panel.serving and "cannot listen" in window.banner_text.text()
     # settings are kept for the next session
     panel.port.setValue(8123)
     assert window.settings.value("serve/port") in (8123, "8123")

@@ -55,7 +55,7 @@ def test_a_bad_setting_falls_back_to_auto(qtbot, workdir):
     settings.sync()
     w = make_window(qtbot, workdir)
     assert w.theme.choice == "auto" and w.settings.value("view/touch") == "auto"
-    assert any("touch setting 'sometimes'" in m for m in w.messages)
+    assert any("touch setting 'sometimes'" in m for m in w.session.messages)
     with pytest.raises(ValueError, match="purple"):
         w.theme.set_choice("purple")
     assert w.theme.choice == "auto"

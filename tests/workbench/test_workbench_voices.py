@@ -22,19 +22,19 @@ def test_voice_library_for_base_models(qtbot, workdir, converted, monkeypatch):
     w = make_window(qtbot, workdir, model=str(converted("base")))
     assert w.voice.profile.isEnabled() and w.voice.profile.count() == 0
     w.text.setPlainText("Cloned hello.")
-    assert not w.generate()   # no profile yet: a clear message, not a crash
+    assert not w.presenter.generate()   # no profile yet: a clear message, not a crash
     assert "pick or create a voice profile" in w.banner_text.text() and not w.controller.busy
-    with qtbot.waitSignal(w.voice_created, timeout=TIMEOUT_MS):
-        assert w.add_voice(str(audio_path)) == "my voice"
+    with qtbot.waitSignal(w.presenter.voice_created, timeout=TIMEOUT_MS):
+        assert w.presenter.add_voice(str(audio_path)) == "my voice"
     bad = workdir / "silence.wav"
     soundfile.write(bad, np.zeros(48000, np.float32), 24000)
     with qtbot.waitSignal(w.error_shown, timeout=TIMEOUT_MS):
-        w.add_voice(str(bad))
+        w.presenter.add_voice(str(bad))
     assert "silent" in w.banner_text.text()
     assert generate(qtbot, w, frames=4).stop_reason == "limit" and not w.banner.isVisible()
     assert w.store.takes[-1].request["voice_profile"] == "my voice"
-    with qtbot.waitSignal(w.voice_created, timeout=TIMEOUT_MS):
-        w.add_voice(str(audio_path), name="with text", transcript="Hello there, nice to meet you.")
+    with qtbot.waitSignal(w.presenter.voice_created, timeout=TIMEOUT_MS):
+        w.presenter.add_voice(str(audio_path), name="with text", transcript="Hello there, nice to meet you.")
     w.voice.profile.setCurrentText("with text")
     assert "in-context" in w.voice.profile_info.text()
     assert generate(qtbot, w, frames=4).stop_reason == "limit"   # in-context cloning
@@ -44,8 +44,8 @@ def test_voice_library_for_base_models(qtbot, workdir, converted, monkeypatch):
     assert kinds == {"my voice": "x-vector", "with text": "in-context"}
     screenshot(w, "workbench_voice_library")
     takes = len(w.store.takes)
-    with qtbot.waitSignal(w.preview_played, timeout=TIMEOUT_MS) as blocker:
-        w.preview_voice("my voice")   # a short fixed sentence, not a take
+    with qtbot.waitSignal(w.presenter.preview_played, timeout=TIMEOUT_MS) as blocker:
+        w.presenter.preview_voice("my voice")   # a short fixed sentence, not a take
     assert 0 < len(blocker.args[0]) < 24000 * 20 and len(w.store.takes) == takes
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.No)
     w.library.delete("my voice")
