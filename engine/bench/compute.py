@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from kazeia import _native
+from kazeia import _native_checks
 
 from ..speech_decoder import DecoderSession, SpeechDecoder
 
@@ -38,7 +38,7 @@ def decoder_stage(key: str) -> str:
 
 def gemm_peak_gflops(weight_type: str, threads: int, kazeia: bool = False) -> float:
     """ggml's product at the peak shape, or (kazeia) the product the decoder itself runs on the CPU."""
-    return _native.gemm_gflops(weight_type, PEAK_SHAPE["rows"], PEAK_SHAPE["cols"], PEAK_SHAPE["n"], threads,
+    return _native_checks.gemm_gflops(weight_type, PEAK_SHAPE["rows"], PEAK_SHAPE["cols"], PEAK_SHAPE["n"], threads,
                                kazeia=kazeia)
 
 

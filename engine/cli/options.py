@@ -61,3 +61,10 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
                                                                                                 argparse.SUPPRESS)):
             return text
         return f"{text} (default: %(default)s)"
+
+
+def options_from(cls, args):
+    """A command's typed settings (a dataclass whose fields are named as its options' dests) from
+    argparse's namespace: made once where the command line ends, then only read."""
+    from dataclasses import fields
+    return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})

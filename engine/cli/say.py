@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
-from .options import (DefaultsHelpFormatter, OVERLAP_HELP, THREADS_HELP, check_output_path,
+from .options import (DefaultsHelpFormatter, OVERLAP_HELP, THREADS_HELP, check_output_path, options_from,
                       read_text_file, thread_count)
 
 
@@ -54,7 +55,45 @@ def add_parser(sub) -> None:
     s.set_defaults(func=run)
 
 
+@dataclass(frozen=True)
+class SayOptions:
+    """`kazeia say`'s settings, typed, made once from the command line (options_from): one field per
+    option, under the option's own name."""
+    model: str
+    text: str | None
+    text_file: str | None
+    output: str
+    speaker: str | None = None
+    language: str = "auto"
+    instruct: str | None = None
+    voice: str | None = None
+    seed: int = 0
+    greedy: bool = False
+    temperature: float | None = None
+    top_k: int | None = None
+    top_p: float | None = None
+    max_frames: int | None = None
+    stream: bool = False
+    streaming_text: bool | None = None
+    codes_out: str | None = None
+    cast: str | None = None
+    lexicon: list[str] | None = None
+    pause_sentence: float = 150.0
+    pause_paragraph: float = 600.0
+    trim_silence: bool = False
+    max_chars: int = 250
+    max_tokens: int = 64
+    batch: int = 4
+    threads: int | None = None
+    placement: str = "cpu"
+    overlap: bool | None = None
+
+
 def run(args) -> int:
+    return say(options_from(SayOptions, args))
+
+
+def say(o: SayOptions) -> int:
     import numpy as np
 
     from ..audio_io import write_audio
@@ -63,33 +102,33 @@ def run(args) -> int:
     from ..requests import SamplingParams
     from ..synthesis import Engine
     from ..text.join import JoinSettings
-    text = args.text if args.text is not None else read_text_file(args.text_file)
-    check_output_path(args.output)   # before minutes of synthesis, not after
-    if args.codes_out:
-        check_output_path(args.codes_out)
-    engine = Engine.load(resolve_model(args.model), threads=args.threads, placement=args.placement,
-                         overlap=args.overlap)
+    text = o.text if o.text is not None else read_text_file(o.text_file)
+    check_output_path(o.output)   # before minutes of synthesis, not after
+    if o.codes_out:
+        check_output_path(o.codes_out)
+    engine = Engine.load(resolve_model(o.model), threads=o.threads, placement=o.placement,
+                         overlap=o.overlap)
     info = engine.info
     if info.random_weights:
         print(f"note: {info.path.name} has random weights and produces noise", file=sys.stderr)
-    sampling = SamplingParams.from_model(info, seed=args.seed)
+    sampling = SamplingParams.from_model(info, seed=o.seed)
     for name in ("temperature", "top_k", "top_p", "max_frames"):
-        if getattr(args, name) is not None:
-            setattr(sampling, name, getattr(args, name))
-    if args.greedy:
+        if getattr(o, name) is not None:
+            setattr(sampling, name, getattr(o, name))
+    if o.greedy:
         sampling = sampling.greedy()
     voice = None
-    if args.voice:
+    if o.voice:
         from ..voice import load_voice
-        voice = load_voice(args.voice, engine.model)
-    composition = _compose_for_say(engine, text, args, voice)
-    prompt = one_prompt_text(text, composition, JoinSettings(trim_silence=args.trim_silence))
+        voice = load_voice(o.voice, engine.model)
+    composition = _compose_for_say(engine, text, o, voice)
+    prompt = one_prompt_text(text, composition, JoinSettings(trim_silence=o.trim_silence))
     if prompt is None:
-        return _say_long(engine, composition, sampling, args)
+        return _say_long(engine, composition, sampling, o)
     chunk = composition.chunks[0]   # one prompt, as every front end speaks it (long_text.one_prompt_text)
     request = dict(speaker=chunk.cast.speaker, language=chunk.language, instruct=chunk.cast.instruct,
-                   voice=chunk.cast.voice, sampling=sampling, streaming_text=args.streaming_text)
-    if args.stream:
+                   voice=chunk.cast.voice, sampling=sampling, streaming_text=o.streaming_text)
+    if o.stream:
         stream = engine.stream(prompt, one_prompt=True, **request)
         try:
             for _ in stream:
@@ -101,31 +140,31 @@ def run(args) -> int:
         result = stream.result
     else:
         result = engine.synthesize(prompt, one_prompt=True, **request)
-    write_audio(args.output, result.audio, result.sample_rate)
-    if args.codes_out:
-        np.save(args.codes_out, result.codes)
+    write_audio(o.output, result.audio, result.sample_rate)
+    if o.codes_out:
+        np.save(o.codes_out, result.codes)
     _print_rewrites(composition)
-    print(f"wrote {args.output}: {result.timings.audio_seconds:.2f} s of audio, stopped by {result.stop_reason}")
+    print(f"wrote {o.output}: {result.timings.audio_seconds:.2f} s of audio, stopped by {result.stop_reason}")
     print(result.timings.summary())
     return 0
 
 
-def _compose_for_say(engine, text: str, args, voice):
+def _compose_for_say(engine, text: str, o: SayOptions, voice):
     """The text as chunks and pauses (text/compose.py) with the command's voice, cast and lexicon."""
     from ..cast import load_cast, model_cast
     from ..text.compose import Cast, Pauses, compose
     from ..text.sentences import Budget
-    cast = load_cast(args.cast, engine.model) if args.cast else model_cast(engine.model)
+    cast = load_cast(o.cast, engine.model) if o.cast else model_cast(engine.model)
     from ..text.lexicon import load_lexicons
-    lexicon = load_lexicons(args.lexicon)[0] if args.lexicon else None
-    return compose(text, default=Cast(speaker=args.speaker, instruct=args.instruct, voice=voice),
-                   language=args.language, cast=cast, languages=engine.info.languages, lexicon=lexicon,
-                   budget=Budget(args.max_chars, args.max_tokens),
-                   pauses=Pauses(args.pause_sentence, args.pause_paragraph), seed=args.seed,
+    lexicon = load_lexicons(o.lexicon)[0] if o.lexicon else None
+    return compose(text, default=Cast(speaker=o.speaker, instruct=o.instruct, voice=voice),
+                   language=o.language, cast=cast, languages=engine.info.languages, lexicon=lexicon,
+                   budget=Budget(o.max_chars, o.max_tokens),
+                   pauses=Pauses(o.pause_sentence, o.pause_paragraph), seed=o.seed,
                    count_tokens=engine.count_text_tokens)
 
 
-def _say_long(engine, composition, sampling, args) -> int:
+def _say_long(engine, composition, sampling, o: SayOptions) -> int:
     """Several chunks (or pauses, or trimming): spoken through the batched engine and joined."""
     import numpy as np
 
@@ -138,19 +177,19 @@ def _say_long(engine, composition, sampling, args) -> int:
         from tqdm import tqdm
         bar = tqdm(total=len(chunks), unit="chunk", desc="speaking", file=sys.stderr)
     try:
-        result = speak(engine, composition, sampling, JoinSettings(trim_silence=args.trim_silence),
-                       max_batch=args.batch, on_chunk=lambda take, total: bar.update(1) if bar else None)
+        result = speak(engine, composition, sampling, JoinSettings(trim_silence=o.trim_silence),
+                       max_batch=o.batch, on_chunk=lambda take, total: bar.update(1) if bar else None)
     finally:
         if bar is not None:
             bar.close()
-    write_audio(args.output, result.audio, result.sample_rate)
-    if args.codes_out:
-        np.save(args.codes_out, result.codes)
+    write_audio(o.output, result.audio, result.sample_rate)
+    if o.codes_out:
+        np.save(o.codes_out, result.codes)
     _print_rewrites(composition)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     frames = sum(len(c.result.codes) for c in result.chunks)
-    print(f"wrote {args.output}: {result.audio_seconds:.2f} s of audio in {len(chunks)} chunk(s), {frames} frames")
+    print(f"wrote {o.output}: {result.audio_seconds:.2f} s of audio in {len(chunks)} chunk(s), {frames} frames")
     print(f"TTFA {result.ttfa_ms:.0f} ms, {result.total_ms / 1000:.2f} s in all, RTF {result.rtf:.2f}")
     return 0
 

@@ -46,5 +46,5 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..serve.run import serve
-    return serve(args)
+    from ..serve.run import ServeOptions, serve
+    return serve(ServeOptions.from_args(args))

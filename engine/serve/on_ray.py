@@ -49,39 +49,37 @@ class ReplicaApp:
         return app
 
 
-def serve_on_ray(args, address: str | None, model_path: Path, settings, voice_map: dict) -> int:
-    """`kazeia serve --ray`: replicas on the cluster at `address` (None: a local one started here)."""
+def serve_on_ray(o, model_path: Path, settings) -> int:
+    """`kazeia serve --ray`: replicas on the cluster at o.ray ("local": one started here); o: run.ServeOptions."""
     try:
         import ray
         from ray import serve
     except ImportError:
         raise ValueError("--ray needs Ray Serve: pip install 'kazeia[cluster]'") from None
-    if args.replicas < 1:
-        raise ValueError("--replicas must be at least 1")
-    if address:
-        ray.init(address=address, log_to_driver=False)
+    if o.ray != "local":
+        ray.init(address=o.ray, log_to_driver=False)
     else:
         ray.init(include_dashboard=False, log_to_driver=False)
     stop = threading.Event()   # (after ray.init, whose own SIGTERM handler would end the process at once)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    serve.start(http_options={"host": args.host, "port": args.port})
-    replica = ReplicaApp(str(Path(model_path).resolve()), replace(settings, wyoming=None), args.threads,
-                       str(Path(args.voices).resolve()) if args.voices else None, voice_map,
-                       [str(Path(p).resolve()) for p in args.lexicon or []])
+    serve.start(http_options={"host": o.host, "port": o.port})
+    replica = ReplicaApp(str(Path(model_path).resolve()), replace(settings, wyoming=None), o.threads,
+                       str(Path(o.voices).resolve()) if o.voices else None, o.voice_map,
+                       [str(Path(p).resolve()) for p in o.lexicons])
 
     def build_app():   # (a function: Ray Serve calls a builder function on each replica, at its start)
         return replica.build()
-    deployment = serve.deployment(serve.ingress(build_app)(), name="kazeia", num_replicas=args.replicas,
-                                  ray_actor_options={"num_cpus": args.threads or 1},
+    deployment = serve.deployment(serve.ingress(build_app)(), name="kazeia", num_replicas=o.replicas,
+                                  ray_actor_options={"num_cpus": o.threads or 1},
                                   # a replica takes what its admission would (Serve sends the rest to
                                   # another); Serve's router holds --max-queue per replica and answers
                                   # 503 beyond that
                                   max_ongoing_requests=settings.max_batch + settings.max_queue,
-                                  max_queued_requests=max(1, settings.max_queue * args.replicas))   # (Serve: >= 1)
+                                  max_queued_requests=max(1, settings.max_queue * o.replicas))   # (Serve: >= 1)
     serve.run(deployment.bind(), name="kazeia", route_prefix="/", blocking=False)
-    print(f"kazeia serve: {settings.model_name} on Ray Serve, {args.replicas} replica(s), "
-          f"http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
+    print(f"kazeia serve: {settings.model_name} on Ray Serve, {o.replicas} replica(s), "
+          f"http://{o.host}:{o.port}/v1", file=sys.stderr, flush=True)
     stop.wait()
     serve.shutdown()
     ray.shutdown()

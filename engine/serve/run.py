@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass, field
 
 log = logging.getLogger("kazeia.serve")
 
@@ -49,7 +50,55 @@ def parse_wyoming(uri: str | None) -> tuple[str, int] | None:
     return parts.hostname, port
 
 
-def serve(args) -> int:
+@dataclass(frozen=True)
+class ServeOptions:
+    """`kazeia serve`'s settings, typed and checked once where the command line ends (nothing after
+    reads or rewrites argparse's namespace)."""
+    model: str
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_key: str | None = None            # (--api-key, else $KAZEIA_API_KEY)
+    wyoming: tuple[str, int] | None = None
+    cors_origins: tuple[str, ...] = ()
+    name: str | None = None
+    max_batch: int = 4
+    max_queue: int = 16
+    voices: str | None = None
+    voice_map: dict[str, str] = field(default_factory=dict)
+    lexicons: tuple[str, ...] = ()
+    request_timeout: float = 300.0
+    max_frames: int | None = None
+    streaming_text: bool = True
+    shutdown_grace: float = 10.0
+    threads: int | None = None
+    overlap: bool | None = None
+    ray: str | None = None                # None: no Ray; "local": a cluster started here; else its address
+    replicas: int = 1
+
+    @classmethod
+    def from_args(cls, args) -> "ServeOptions":
+        key = args.api_key or os.environ.get("KAZEIA_API_KEY") or None
+        if not is_loopback(args.host) and key is None:
+            raise ValueError(f"--host {args.host} listens beyond this machine: give an API key (--api-key or "
+                             "$KAZEIA_API_KEY), or keep the default 127.0.0.1")
+        if args.max_frames is not None and args.max_frames < 1:
+            raise ValueError("--max-frames must be at least 1")
+        if args.max_batch < 1:
+            raise ValueError("--max-batch must be at least 1")
+        if args.max_queue < 0:
+            raise ValueError("--max-queue must be at least 0")
+        if args.replicas < 1:
+            raise ValueError("--replicas must be at least 1")
+        wyoming = parse_wyoming(args.wyoming)
+        if wyoming and args.ray is not None:
+            raise ValueError("--wyoming serves from one process: give it without --ray")
+        return cls(args.model, args.host, args.port, key, wyoming, tuple(args.cors_origin or ()), args.name,
+                   args.max_batch, args.max_queue, args.voices, parse_voice_map(args.voice_map),
+                   tuple(args.lexicon or ()), args.request_timeout, args.max_frames, args.streaming_text,
+                   args.shutdown_grace, args.threads, args.overlap, args.ray, args.replicas)
+
+
+def serve(o: ServeOptions) -> int:
     import uvicorn
 
     from ..demo import resolve_model
@@ -59,38 +108,26 @@ def serve(args) -> int:
     from .gate import LoadingGate
     from .local import check_can_listen
     from .voices import VoiceBook
-    key = args.api_key or os.environ.get("KAZEIA_API_KEY") or None
-    if not is_loopback(args.host) and key is None:
-        raise ValueError(f"--host {args.host} listens beyond this machine: give an API key (--api-key or "
-                         "$KAZEIA_API_KEY), or keep the default 127.0.0.1")
-    if args.max_frames is not None and args.max_frames < 1:
-        raise ValueError("--max-frames must be at least 1")
-    for name in ("max_batch", "max_queue"):
-        if getattr(args, name) < (1 if name == "max_batch" else 0):
-            raise ValueError(f"--{name.replace('_', '-')} must be at least {1 if name == 'max_batch' else 0}")
-    wyoming = parse_wyoming(args.wyoming)
+    key, wyoming = o.api_key, o.wyoming
     started = time.perf_counter()
-    check_can_listen(args.host, args.port)   # a clear message, not a traceback
-    model = ModelFile(resolve_model(args.model))   # a bad file: a message now, before anything listens
+    check_can_listen(o.host, o.port)   # a clear message, not a traceback
+    model = ModelFile(resolve_model(o.model))   # a bad file: a message now, before anything listens
     lexicon = None
-    if args.lexicon:
+    if o.lexicons:
         from ..text.lexicon import load_lexicons
-        lexicon = load_lexicons(args.lexicon)[0]
-    voice_map = parse_voice_map(args.voice_map)
-    voices = VoiceBook(model, args.voices, voice_map)   # (checked here, whichever process serves)
-    name = args.name or model.info.path.stem
-    settings = ServerSettings(name, key, args.max_batch, args.max_queue, args.request_timeout,
-                              wyoming=wyoming, cors_origins=args.cors_origin or [], max_frames=args.max_frames,
-                              streaming_text=args.streaming_text)
+        lexicon = load_lexicons(list(o.lexicons))[0]
+    voices = VoiceBook(model, o.voices, o.voice_map)   # (checked here, whichever process serves)
+    name = o.name or model.info.path.stem
+    settings = ServerSettings(name, key, o.max_batch, o.max_queue, o.request_timeout,
+                              wyoming=wyoming, cors_origins=list(o.cors_origins), max_frames=o.max_frames,
+                              streaming_text=o.streaming_text)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
-    if args.ray is not None:
-        if wyoming:
-            raise ValueError("--wyoming serves from one process: give it without --ray")
+    if o.ray is not None:
         from .on_ray import serve_on_ray
-        return serve_on_ray(args, None if args.ray == "local" else args.ray, model.info.path, settings, voice_map)
+        return serve_on_ray(o, model.info.path, settings)
 
     def load():   # (on a worker thread while the server answers 503)
-        engine = Engine(model, threads=args.threads, max_batch=args.max_batch, overlap=args.overlap)
+        engine = Engine(model, threads=o.threads, max_batch=o.max_batch, overlap=o.overlap)
         engine.warm_up()
         log.info("ready: %s (%s, %s) in %.1f s", name, model.info.variant, model.info.size_label,
                  time.perf_counter() - started)
@@ -102,13 +139,13 @@ def serve(args) -> int:
         failed.append(e)
         log.error("the model failed to load: %s", e)
         server.should_exit = True
-    print(f"kazeia serve: {name} on http://{args.host}:{args.port} (503 until the model is loaded); "
+    print(f"kazeia serve: {name} on http://{o.host}:{o.port} (503 until the model is loaded); "
           f"POST /v1/audio/speech, GET /v1/audio/voices, /metrics"
           f"{'' if key else ' (no API key: loopback only)'}"
-          f"{f'; Wyoming on {args.wyoming}' if wyoming else ''}",
+          f"{f'; Wyoming on tcp://{wyoming[0]}:{wyoming[1]}' if wyoming else ''}",
           file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(LoadingGate(load, on_failure), host=args.host, port=args.port,
-                                           log_level="warning", timeout_graceful_shutdown=args.shutdown_grace))
+    server = uvicorn.Server(uvicorn.Config(LoadingGate(load, on_failure), host=o.host, port=o.port,
+                                           log_level="warning", timeout_graceful_shutdown=o.shutdown_grace))
     # uvicorn stops gracefully on SIGTERM, then raises it again to the handler it found: a quiet one,
     # so a stop asked for is exit 0
     signal.signal(signal.SIGTERM, lambda *_: None)

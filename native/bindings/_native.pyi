@@ -9,7 +9,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderRunner', 'SpeechDecoderSession', 'ThreadPool', 'TtsRunner', 'TtsSession', 'TtsWeights', 'check_panel_claims', 'compare_batch_columns', 'compare_conv_bf16', 'compare_conv_fma', 'compare_conv_winograd', 'compare_gemm_bf16', 'compare_gemm_fma', 'compare_gemm_int8', 'compare_gemv_k_quant', 'compare_gemv_q8_0', 'compare_lanes', 'compare_lanes_fused', 'compare_prefill_attention', 'compare_repacked_matmul', 'compare_tconv_pairs', 'cpu_level', 'cpu_level_names', 'devices', 'expected_tensors', 'gemm_gflops', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
+__all__: list[str] = ['ARCHITECTURE', 'AudioEncoder', 'FORMAT_VERSION', 'GenerationRequest', 'Model', 'ModelLoadError', 'SamplingConfig', 'SpeakerEncoder', 'SpeechDecoder', 'SpeechDecoderRunner', 'SpeechDecoderSession', 'ThreadPool', 'TtsRunner', 'TtsSession', 'TtsWeights', 'cpu_level', 'cpu_level_names', 'devices', 'expected_tensors', 'hparams_from_metadata', 'ignored_sources', 'quantize', 'sample_tokens', 'type_block_size']
 class ModelLoadError(ValueError):
     pass
 class Model:
@@ -227,66 +227,6 @@ class TtsRunner:
         """
     def teacher_forced(self, text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codec_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], frame_codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32] | None, vectors: typing.Annotated[numpy.typing.ArrayLike, numpy.float32] | None, trailing_text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], max_frames: typing.SupportsInt | typing.SupportsIndex = 0, talker_persistent: bool = True) -> tuple[numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
         ...
-def check_panel_claims(threads: typing.SupportsInt | typing.SupportsIndex, panels: typing.SupportsInt | typing.SupportsIndex, chunk: typing.SupportsInt | typing.SupportsIndex, launches: typing.SupportsInt | typing.SupportsIndex = 3) -> tuple[bool, list[int], bool]:
-    """
-    threads sharing panels through panel_claims, thread 0 slowed (2 ms a chunk), `launches` times: (every panel computed once in every launch?, panels each thread computed, claims back at zero after each?)
-    """
-def compare_batch_columns(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    W x for a random W of `type` and x of n columns as the columns of a batch (each must come out as alone) and column by column alone, on the CPU: (batch [n, rows], alone [n, rows])
-    """
-def compare_conv_bf16(channels: typing.SupportsInt | typing.SupportsIndex, rows: typing.SupportsInt | typing.SupportsIndex, taps: typing.SupportsInt | typing.SupportsIndex, dilation: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    A causal convolution with random bf16 weights [taps x channels, rows] over taps x n samples, plus bias and residual: (applied?, im2col + GEMM + adds, the convolution op on f32 input, the same on bf16 input), each [taps * n - (taps - 1) * dilation, rows]
-    """
-def compare_conv_fma(type: str, channels: typing.SupportsInt | typing.SupportsIndex, rows: typing.SupportsInt | typing.SupportsIndex, taps: typing.SupportsInt | typing.SupportsIndex, dilation: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    A causal convolution with random f16 or bf16 weights [taps x channels, rows] over taps x n samples, plus bias and residual: (applied?, im2col + the f32-arithmetic GEMM + adds, the convolution op reading its f32 input in place, the same again), each [taps * n - (taps - 1) * dilation, rows]
-    """
-def compare_conv_winograd(type: str, channels: typing.SupportsInt | typing.SupportsIndex, rows: typing.SupportsInt | typing.SupportsIndex, dilation: typing.SupportsInt | typing.SupportsIndex, period: typing.SupportsInt | typing.SupportsIndex, frames: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    A seven-tap causal convolution with random f16 or bf16 weights over frames x period outputs (after 9 x dilation of history), plus bias and residual: (applied?, the direct f32-product op, Winograd's F(4,7) form in one launch, the same one launch per frame, the same in three separate ops over all tiles, the exact sums in double), each [frames * period, rows]
-    """
-def compare_gemm_bf16(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    W x for a random bf16 W (the speech decoder's type) through ggml_mul_mat and Kazeia's bf16 GEMM, over all n columns and column by column: (applied?, ggml [n, rows], ours [n, rows], ours alone [n, rows])
-    """
-def compare_gemm_fma(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    W x for a random f16 or bf16 W through ggml_mul_mat and Kazeia's f32-arithmetic GEMM, over all n columns and column by column: (applied?, ggml [n, rows], ours [n, rows], ours alone [n, rows])
-    """
-def compare_gemm_int8(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    W x for a random q8_0 or q6_K W and x of n columns (a prompt) through ggml_mul_mat and Kazeia's int8 GEMM, and the dequantised W times x in f32: (applied?, ggml [n, rows], ours [n, rows], exact [n, rows])
-    """
-def compare_gemv_k_quant(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex = 1, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    W x for a random q6_K or q5_K W and x of n columns through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml [n, rows], ours [n, rows])
-    """
-def compare_gemv_q8_0(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0, avx2_only: bool = False) -> tuple[bool, typing.Any, typing.Any]:
-    """
-    W x for a random q8_0 W through ggml_mul_mat and Kazeia's one-column kernel: (applied?, ggml, ours)
-    """
-def compare_lanes(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    W x for a random q8_0 or q6_K W in the lanes layout the talker and code predictor use: (applied?, ggml [n, rows], all n columns in one launch [n, rows], each column alone [n, rows])
-    """
-def compare_lanes_fused(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    W x for a random W in the lanes layout as one product and with W's rows split in three weights sharing one launch (as the talker's q, k and v): (applied?, one product [n, rows], split [n, rows])
-    """
-def compare_prefill_attention(head_dim: typing.SupportsInt | typing.SupportsIndex, heads: typing.SupportsInt | typing.SupportsIndex, kv_heads: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, pos0: typing.SupportsInt | typing.SupportsIndex = 0, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    A prompt's causal attention over random q, k, v (n rows after pos0 earlier ones) through ggml's products and Kazeia's prefill op: (applied?, ggml [n, head_dim * heads], ours [n, head_dim * heads])
-    """
-def compare_repacked_matmul(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    W x for a random q4_K W through the plain and the CPU's repacked layout: (repacked?, plain, repacked)
-    """
-def compare_tconv_pairs(type: str, c_in: typing.SupportsInt | typing.SupportsIndex, rows: typing.SupportsInt | typing.SupportsIndex, period: typing.SupportsInt | typing.SupportsIndex, frames: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[bool, numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32]]:
-    """
-    A transposed convolution as two taps per phase (random f16 or bf16 [rows][2][c_in]) over frames x period inputs after one of history, plus bias: (applied?, the two-tap f32-product convolution, Winograd's F(2,2) in one launch, the same one launch per frame, the exact sums in double), each [frames * period, rows]
-    """
 def cpu_level() -> dict:
     """
     the CPU level Kazeia's kernels use (KAZEIA_CPU caps it), what the CPU has, the levels it can be capped to, and each kernel's state
@@ -302,10 +242,6 @@ def devices() -> list:
 def expected_tensors(arg0: dict) -> list:
     """
     The model's tensor table expanded for the hyper-parameters in a metadata dict
-    """
-def gemm_gflops(type: str, rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex, reps: typing.SupportsInt | typing.SupportsIndex = 5, kazeia: bool = False) -> float:
-    """
-    GFLOP/s of the best of `reps` launches of W x through ggml_mul_mat, or with `kazeia` the product Kazeia's stages use (W: type [rows, cols], x: f32 [cols, n])
     """
 def hparams_from_metadata(arg0: dict) -> dict:
     """

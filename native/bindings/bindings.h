@@ -13,7 +13,7 @@ namespace kazeia::bindings {
 pybind11::dict report_dict(const launch_report & r);
 
 void register_model(pybind11::module_ & m);
-void register_kernels(pybind11::module_ & m);
+void register_kernel_checks(pybind11::module_ & m);   // (kazeia._native_checks)
 void register_devices(pybind11::module_ & m);
 void register_decoder(pybind11::module_ & m);
 void register_tts(pybind11::module_ & m);

@@ -405,3 +405,32 @@ def test_help_says_each_default_once():
         for action in commands[name]._actions:
             said = formatter._expand_help(action).lower() if action.help else ""
             assert said.count("default") <= 1, (name, action.option_strings, said)
+
+
+def test_commands_read_typed_settings_made_once():
+    """`kazeia say` and `kazeia serve` hand their work a frozen, typed settings object made where the
+    command line ends: every option lands in it (none dropped, none renamed), checks happen there, and
+    nothing after can rewrite it."""
+    import dataclasses
+
+    from kazeia.engine.cli import build_parser
+    from kazeia.engine.cli.options import options_from
+    from kazeia.engine.cli.say import SayOptions
+    from kazeia.engine.serve.run import ServeOptions
+    parser = build_parser()
+    args = parser.parse_args(["say", "--model", "demo", "--text", "Hi.", "-o", "x.wav", "--top-k", "3",
+                              "--lexicon", "a.csv", "--no-streaming-text"])
+    assert set(vars(args)) - {"func", "command"} == {f.name for f in dataclasses.fields(SayOptions)}
+    say = options_from(SayOptions, args)
+    assert (say.top_k, say.lexicon, say.streaming_text, say.language) == (3, ["a.csv"], False, "auto")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        say.output = "y.wav"
+    args = parser.parse_args(["serve", "--model", "demo", "--wyoming", "tcp://127.0.0.1:10200",
+                              "--voice-map", "alloy=vivian", "--cors-origin", "http://a"])
+    serve = ServeOptions.from_args(args)
+    assert serve.wyoming == ("127.0.0.1", 10200) and serve.voice_map == {"alloy": "vivian"}
+    assert serve.cors_origins == ("http://a",) and serve.ray is None and serve.api_key is None
+    for argv, message in ((["--host", "0.0.0.0"], "give an API key"), (["--max-batch", "0"], "--max-batch"),
+                          (["--ray", "--wyoming", "tcp://h:1"], "without --ray"), (["--replicas", "0"], "--replicas")):
+        with pytest.raises(ValueError, match=message):
+            ServeOptions.from_args(parser.parse_args(["serve", "--model", "demo", *argv]))

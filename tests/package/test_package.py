@@ -5,6 +5,8 @@ import importlib.util
 import subprocess
 import sys
 
+import pytest
+
 import kazeia._native as native
 
 
@@ -38,12 +40,16 @@ def test_quantize_matches_block_layout():
         native.quantize(x, "q99")
 
 
-def test_the_shipped_type_stubs_name_every_binding():
-    """kazeia/_native.pyi is installed beside the module and lists exactly its public names, each
-    class with its methods (regenerate it as its header says when a binding changes)."""
+@pytest.mark.parametrize("module", ["_native", "_native_checks"])
+def test_the_shipped_type_stubs_name_every_binding(module):
+    """kazeia/_native.pyi and _native_checks.pyi are installed beside their modules and list exactly
+    their public names, each class with its methods (regenerate them as their headers say when a
+    binding changes)."""
     import ast
+    import importlib
     from pathlib import Path
-    stub = Path(native.__file__).with_name("_native.pyi")
+    native = importlib.import_module(f"kazeia.{module}")
+    stub = Path(native.__file__).with_name(f"{module}.pyi")
     assert stub.exists()
     tree = ast.parse(stub.read_text())
     names = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.AnnAssign)
@@ -55,3 +61,13 @@ def test_the_shipped_type_stubs_name_every_binding():
             stubbed = {f.name for f in node.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")}
             actual = {m for m in dir(getattr(native, node.name)) if not m.startswith("_")}
             assert stubbed == actual, node.name
+
+
+def test_the_engine_and_the_workbench_never_load_the_checks():
+    """kazeia._native_checks is for the tests and the bench: a take, the server and the workbench's
+    modules run without it."""
+    code = ("import sys, kazeia.engine, kazeia.engine.serve.app, kazeia.engine.cli; "
+            "import kazeia.app.session, kazeia.app.controller; print('kazeia._native_checks' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "False"

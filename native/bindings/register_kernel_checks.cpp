@@ -23,7 +23,7 @@ auto released(F && f) {
 
 }  // namespace
 
-void register_kernels(py::module_ & m) {
+void register_kernel_checks(py::module_ & m) {
     auto as_array = [](const std::vector<float> & v, int64_t n) {
         py::array_t<float> a({n, int64_t(v.size()) / std::max<int64_t>(n, 1)});
         std::copy(v.begin(), v.end(), a.mutable_data());
