@@ -111,9 +111,13 @@ setup() {
   need_host
   make_root
   log "scripts/setup.sh on arm64 (QEMU_CPU=$QEMU_CPU)"
+  # (the host's ccache, as on x86-64: the cross compiler's objects kept in the host's cache)
+  local ccache=()
+  command -v ccache >/dev/null && ccache=(CMAKE_C_COMPILER_LAUNCHER=/opt/host-usr/bin/ccache
+                                          CMAKE_CXX_COMPILER_LAUNCHER=/opt/host-usr/bin/ccache)
   (cd "$repo" && enter env KAZEIA_VENV="$venv" KAZEIA_GGML="${KAZEIA_GGML:-native}" PIP_NO_COMPILE=1 \
     KAZEIA_GGML_ARM_ARCH="$ggml_arch" CC="$cross-gcc" CXX="$cross-g++" CMAKE_BUILD_PARALLEL_LEVEL=2 \
-    bash scripts/setup.sh)
+    "${ccache[@]}" bash scripts/setup.sh)
   enter env PIP_NO_COMPILE=1 python -m pip install -q --disable-pip-version-check "pytest>=8" "pytest-timeout>=2.3"
 }
 
@@ -129,6 +133,7 @@ leg() {
   # (no pytest-qt: the workbench is not tested on arm64, and its Qt needs libraries the root lacks;
   # tests/native and tests/engine import no Qt)
   local pytest=(python -m pytest -p no:cacheprovider -p no:pytest-qt -q -ra --timeout=1800 --durations=5)
+  export KAZEIA_TEST_EMULATED=1   # (tests/conftest.py: `emulated`)
   local level marks
   cd "$repo"
   log "the CPU level of each emulated core"

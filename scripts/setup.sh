@@ -30,6 +30,7 @@ if command -v dpkg-query >/dev/null; then
   done
 fi
 command -v g++ >/dev/null || missing+=(g++ make)
+command -v "${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}" >/dev/null || missing+=(ccache)   # (arm64.sh: the host's)
 command -v git >/dev/null || missing+=(git)
 "$python" -c "import ensurepip, venv" 2>/dev/null || missing+=(python3-venv)
 "$python" -c "import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" \
@@ -39,6 +40,15 @@ if ((${#missing[@]})); then
   sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+
+# --- ccache: a build in another clone (CI's, a worktree) or after `git clean` reuses the objects
+# compiled before (CCACHE_BASEDIR makes the clone's own path not matter); minutes to seconds
+cache_root="${KAZEIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kazeia}"
+if command -v "${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}" >/dev/null; then
+  export CCACHE_DIR="${CCACHE_DIR:-$cache_root/ccache}" CCACHE_BASEDIR="$PWD" \
+    CMAKE_C_COMPILER_LAUNCHER="${CMAKE_C_COMPILER_LAUNCHER:-ccache}" \
+    CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}"
 fi
 
 # --- virtual environment ----------------------------------------------------------------
@@ -59,7 +69,7 @@ pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
 #           else native; a failed build falls back down that list, ending at the wheel.
 # Built wheels are cached by flavor, CPU and build flags in ~/.cache/kazeia/ggml, so reruns don't
 # rebuild; every build is checked to hold the backend it was asked for before it is cached or installed.
-cache="${KAZEIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kazeia}/ggml"
+cache="$cache_root/ggml"
 cpu_id="$( (grep -m1 -E '^(flags|Features)' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-10)"
 # (another architecture's builds never share x86-64's keys: qemu-user shows the host's /proc/cpuinfo)
 [[ "$(uname -m)" != x86_64 ]] && cpu_id="$(uname -m)-$cpu_id"

@@ -70,6 +70,14 @@ def engines(converted):
     return get
 
 
+@pytest.fixture(scope="session")
+def emulated() -> bool:
+    """True in the ARM64 leg (scripts/arm64.sh sets KAZEIA_TEST_EMULATED=1), where qemu makes every
+    step 10-50x slower: a test that repeats one kernel path many times may repeat it fewer times there.
+    What each repetition checks is unchanged, and x86-64 runs them all."""
+    return os.environ.get("KAZEIA_TEST_EMULATED") == "1"
+
+
 _MEASUREMENTS: list[str] = []
 
 
