@@ -184,7 +184,24 @@ echo "ggml: $(cut -d- -f1 "$stamp") build (KAZEIA_GGML=$ggml_flavor)"
 
 # --- Kazeia ---------------------------------------------------------------------------------
 log "installing kazeia$extras"
-"${pip[@]}" ".$extras"
+# Built in the venv, not in an isolated one: against the ggml just installed (the same release as
+# pyproject's build requirement), and with the headers' paths inside this clone, so ccache (above)
+# finds the objects of another clone's build. The other build requirements come from pyproject.toml.
+# (Python 3.10 has no tomllib: an isolated build there, without ccache's hits across clones)
+build_requires="$("$venv/bin/python" - <<'PY' 2>/dev/null
+import tomllib
+for r in tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]:
+    if not r.startswith("libggml-python"):   # (installed above: the build this machine uses)
+        print(r)
+PY
+)" || build_requires=""
+if [[ -n "$build_requires" ]]; then
+  mapfile -t build_requires <<< "$build_requires"
+  "${pip[@]}" "${build_requires[@]}"
+  "${pip[@]}" --no-build-isolation ".$extras"
+else
+  "${pip[@]}" ".$extras"
+fi
 "$venv/bin/python" -c "import kazeia._native, kazeia.engine, kazeia.app" || {
   echo "kazeia does not import after installation" >&2; exit 1; }
 echo "kazeia is ready in $venv"
