@@ -239,23 +239,23 @@ class EngineController(QObject):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.engine: Engine | None = None   # for reading info only; calls go through the worker
-        self._thread = QThread()
-        self._thread.setObjectName("kazeia-engine")
-        self._worker = _Worker()
-        self._worker.moveToThread(self._thread)
-        self._run.connect(self._worker.run)
-        self._thread.start()
-        self._service_thread = QThread()
-        self._service_thread.setObjectName("kazeia-service")
-        self._service = _Worker()
-        self._service.moveToThread(self._service_thread)
-        self._run_service.connect(self._service.run)
-        self._service_thread.start()
+        self._thread, self._worker = self._start_worker("kazeia-engine", self._run)
+        self._service_thread, self._service = self._start_worker("kazeia-service", self._run_service)
         self.take: Job | None = None     # the take queued or running
         self.script: Job | None = None   # the script rendering (takes wait for it)
         self.pull: Job | None = None     # the model download running
         self.serving: Serving | None = None
         self.loading = False
+
+    @staticmethod
+    def _start_worker(name: str, run: Signal) -> tuple[QThread, "_Worker"]:
+        """A worker on a thread of its own, running each job emitted on `run` in order."""
+        thread, worker = QThread(), _Worker()
+        thread.setObjectName(name)
+        worker.moveToThread(thread)
+        run.connect(worker.run)
+        thread.start()
+        return thread, worker
 
     @property
     def busy(self) -> bool:
