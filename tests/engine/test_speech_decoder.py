@@ -87,9 +87,7 @@ def patterns(n, seed, emulated=False):
         random_sizes.append(int(min(rng.integers(1, 60), n - sum(random_sizes))))
     # (under emulation a push costs ~1 s: frames one by one where it matters, the first 24 and the
     # 20 across the 300-frame chunk restart: 44 pushes instead of 400)
-    one_frame = [1] * n
-    if emulated:
-        one_frame = [1] * 24 + ([266] + [1] * 20 + [n - 310] if n > 310 else [n - 24])
+    one_frame = [1] * 24 + [266] + [1] * 20 + [n - 310] if emulated else [1] * n
     return {"one_frame": one_frame, "random": random_sizes,
             "boundary_straddle": [299, 2, n - 301], "all_at_once": [n]}
 
@@ -286,7 +284,7 @@ def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted, tm
 
 
 @pytest.mark.kernels
-def test_winograd_decoder_streams_exactly(converted, emulated):
+def test_winograd_decoder_streams_exactly(converted):
     """The f16 decoder with its seven-tap convolutions in Winograd's form decodes the same audio
     streamed in any feeding pattern, and on one thread or two, as offline."""
     if "winograd_conv" not in active_kernels():
@@ -295,7 +293,7 @@ def test_winograd_decoder_streams_exactly(converted, emulated):
     model = open_model(converted("custom_voice", "f16"))
     offline = SpeechDecoder(model, threads=2).decode(codes)
     assert np.array_equal(SpeechDecoder(model, threads=1).decode(codes), offline)
-    for name, sizes in patterns(len(codes), seed=9, emulated=emulated).items():
+    for name, sizes in patterns(len(codes), seed=9).items():
         if name == "boundary_straddle":
             sizes = [29, 2, len(codes) - 31]
         assert np.array_equal(feed(SpeechDecoder(model, threads=1).session(), codes, sizes), offline), name
