@@ -1,0 +1,70 @@
+"""Text that arrives while it is being written (a language model's deltas, an operator typing) as the
+tokens the whole text will have. The model reads one text token per frame, so a session can start on
+the first tokens; but BPE and the split regex decide a token by what follows it (a word cut mid-way,
+the space before the next word, a digit run, a combining accent), so only the tokens no later text
+can change are handed out: everything before the last two pre-tokenized pieces of the text so far,
+NFC-normalized as the tokenizer normalizes it. Whatever the split and timing of the deltas, the ids
+handed out, then those at close, are exactly the whole text's (prompt.PromptBuilder's body)."""
+from __future__ import annotations
+
+import unicodedata
+
+from ..text_tokenizer import SPLITS, TextTokenizer, _split
+
+# what the prompt puts before and after the text (prompt.PromptBuilder.build: ids[3:-5])
+_BEFORE, _AFTER = "<|im_start|>assistant\n", "<|im_end|>\n<|im_start|>assistant\n"
+_ROLE_TOKENS, _END_TOKENS = 3, 5
+_HELD_PIECES = 2   # the last piece may grow; the one before it may still take the next one's space
+
+
+class StreamedText:
+    def __init__(self, tokenizer: TextTokenizer):
+        self._tok = tokenizer
+        self._split = _split(SPLITS[tokenizer.split])
+        self.text = ""
+        self.closed = False
+        self._given: list[int] = []   # ids handed out so far
+        self._stable = ""             # the normalized text they are the tokens of
+
+    def push(self, delta: str) -> list[int]:
+        """Adds `delta`; returns the ids it made final (often none: a word is final once the next
+        has begun)."""
+        if self.closed:
+            raise ValueError("the text is closed: start a new one for the next turn")
+        self.text += delta
+        stable = self._stable_prefix()
+        if len(stable) <= len(self._stable):   # (nothing new; the held pieces may have merged into one)
+            return []
+        self._stable = stable
+        return self._hand_out(self._tok.encode(_BEFORE + stable)[_ROLE_TOKENS:])
+
+    def close(self) -> list[int]:
+        """The end of the text: every id not handed out yet."""
+        self.closed = True
+        if not self.text:
+            return []
+        return self._hand_out(self._tok.encode(_BEFORE + self.text + _AFTER)[_ROLE_TOKENS:-_END_TOKENS])
+
+    @property
+    def given(self) -> list[int]:
+        return list(self._given)
+
+    def _stable_prefix(self) -> str:
+        """The normalized text up to the start of its last _HELD_PIECES pieces (what follows may
+        still change how they split and merge; the boundary before them never moves)."""
+        normalized = unicodedata.normalize("NFC", self.text)
+        # (split as the prompt sees it: after "assistant\n", which can join the text's first newlines)
+        lead = "assistant\n"
+        pieces = self._split.pre_tokenize_str(lead + normalized)
+        if len(pieces) <= _HELD_PIECES:
+            return ""
+        cut = pieces[-_HELD_PIECES][1][0] - len(lead)
+        return normalized[:cut] if cut > 0 else ""
+
+    def _hand_out(self, ids: list[int]) -> list[int]:
+        n = len(self._given)
+        if ids[:n] != self._given:   # (never: tests/text/test_streamed_text.py; a bug if it ever is)
+            raise RuntimeError(f"streamed text changed tokens already spoken at {self.text!r}")
+        new = ids[n:]
+        self._given.extend(new)
+        return new
