@@ -126,76 +126,35 @@ setup() {
 # x86), the slow ones (the decoder's f16 weights against f32, its audio in every form) at the highest
 # and at generic only; the `arm64` tests (greedy codes against the reference's goldens, streamed ==
 # offline, batch == alone, the CPU level caps) on the core with every feature, the goldens again on one
-# without i8mm; and on the host the `arm64_host` tests: the NEON products against x86-64's bit for bit,
-# and the dependencies as wheels for arm64 Debian 12. After the first, the steps run in two lanes at
-# once (run_lane). Batches of 8 are `slow`, left to x86: under emulation they take minutes each and
-# test nothing batches of 4 do not; KAZEIA_TEST_EMULATED=1 lets a test repeat a path fewer times.
+# without i8mm; then, on the host, the `arm64_host` tests: the NEON products against x86-64's bit for
+# bit, and the dependencies as wheels for arm64 Debian 12. Batches of 8 are `slow`, left to x86: under
+# emulation they take minutes each and test nothing batches of 4 do not.
 leg() {
   # (no pytest-qt: the workbench is not tested on arm64, and its Qt needs libraries the root lacks;
   # tests/native and tests/engine import no Qt)
   local pytest=(python -m pytest -p no:cacheprovider -p no:pytest-qt -q -ra --timeout=1800 --durations=5)
   export KAZEIA_TEST_EMULATED=1   # (tests/conftest.py: `emulated`)
+  local level marks
   cd "$repo"
   log "the CPU level of each emulated core"
   QEMU_CPU=max enter "${pytest[@]}" tests/native/test_emulated_cores.py "$@"
   read -r -a levels <<< "$(QEMU_CPU=max enter kazeia devices --levels)"
-  # Two lanes at once: under qemu-user a test's work runs on one host core, so one pytest at a time
-  # would leave the other core idle. Each lane has its own temporary folder and prints each step's
-  # output whole when the step ends; the leg fails if a step of either lane fails.
-  # (the two lanes take about as long: ~11 and ~12 minutes on 2 cores of a Zen 4 EPYC)
-  local kernel_steps=() level marks
   for level in "${levels[@]}"; do
     marks="kernels and not slow"
     [[ "$level" == "${levels[0]}" || "$level" == generic ]] && marks="kernels"
-    kernel_steps+=("$level|$marks")
+    log "kernel checks at KAZEIA_CPU=$level (QEMU_CPU=max): -m '$marks'"
+    QEMU_CPU=max KAZEIA_CPU="$level" enter "${pytest[@]}" tests/native tests/engine -m "$marks" "$@"
   done
-  run_lane a arm64-on-max goldens-on-a76 host -- "$@" &
-  local a=$!
-  run_lane b "${kernel_steps[@]}" -- "$@" &
-  local b=$!
-  local failed=0
-  wait "$a" || failed=1
-  wait "$b" || failed=1
-  return "$failed"
-}
-
-# run_lane NAME STEP... -- PYTEST_ARGS...: the steps one after the other, each logged whole at its end.
-# A step is LEVEL|MARKS (the kernel checks at that KAZEIA_CPU), arm64-on-max, goldens-on-a76 or host.
-run_lane() {
-  local name="$1" steps=() step out rc=0
-  shift
-  while (($#)) && [[ "$1" != -- ]]; do steps+=("$1"); shift; done
-  shift
-  local pytest=(python -m pytest -p no:cacheprovider -p no:pytest-qt -q -ra --timeout=1800 --durations=5
-                --basetemp="/tmp/kazeia-arm64-lane-$name")
-  out="$(mktemp)"
-  for step in "${steps[@]}"; do
-    case "$step" in
-      arm64-on-max)
-        log "[lane $name] the arm64 tests on QEMU_CPU=max" > "$out"
-        QEMU_CPU=max enter "${pytest[@]}" tests/native tests/engine -m "arm64 and not slow" "$@" >> "$out" 2>&1 || rc=1 ;;
-      goldens-on-a76)
-        log "[lane $name] the goldens on QEMU_CPU=cortex-a76 (no i8mm)" > "$out"
-        QEMU_CPU=cortex-a76 enter "${pytest[@]}" tests/engine/test_tts.py -m "arm64 and parity" "$@" >> "$out" 2>&1 \
-          || rc=1 ;;
-      host)
-        log "[lane $name] on the host: the arm64 root's products against x86-64's, its dependencies for Debian 12" > "$out"
-        if [[ -x "$repo/.venv/bin/python" ]]; then
-          "$repo/.venv/bin/python" -m pytest -p no:cacheprovider -q -ra --basetemp="/tmp/kazeia-arm64-lane-$name" \
-            tests -m arm64_host "$@" >> "$out" 2>&1 || rc=1
-        else
-          echo "no x86-64 venv ($repo/.venv): the host's checks are skipped" >> "$out"
-        fi ;;
-      *)
-        log "[lane $name] kernel checks at KAZEIA_CPU=${step%%|*} (QEMU_CPU=max): -m '${step#*|}'" > "$out"
-        QEMU_CPU=max KAZEIA_CPU="${step%%|*}" enter "${pytest[@]}" tests/native tests/engine -m "${step#*|}" "$@" \
-          >> "$out" 2>&1 || rc=1 ;;
-    esac
-    cat "$out"
-    ((rc == 0)) || break
-  done
-  rm -f "$out"
-  return "$rc"
+  log "the arm64 tests on QEMU_CPU=max"
+  QEMU_CPU=max enter "${pytest[@]}" tests/native tests/engine -m "arm64 and not slow" "$@"
+  log "the goldens on QEMU_CPU=cortex-a76 (no i8mm)"
+  QEMU_CPU=cortex-a76 enter "${pytest[@]}" tests/engine/test_tts.py -m "arm64 and parity" "$@"
+  log "on the host: the arm64 root's products against x86-64's, its dependencies for Debian 12"
+  if [[ -x "$repo/.venv/bin/python" ]]; then
+    "$repo/.venv/bin/python" -m pytest -p no:cacheprovider -q -ra tests -m arm64_host "$@"
+  else
+    log "no x86-64 venv ($repo/.venv): the host's checks are skipped"
+  fi
 }
 
 case "${1:-}" in

@@ -48,13 +48,14 @@ leg "every test on the CPU at its own level"
 env -u GGML_VK_VISIBLE_DEVICES "${pytest[@]}" tests -ra -m "not (arm64_host$skip_gui)" --durations=25 "$@"
 
 # 3. Kazeia's kernels at every lower CPU level this CPU allows (KAZEIA_CPU caps them), so the AVX2 and
-# generic paths (most laptops; any other CPU) are tested, not assumed: the native, engine and text
-# layers, but for the slow tests of their machinery (benches, renders, clusters) that are neither
-# kernel checks nor parity tests. The reference, the workbench, serving and models are not rerun.
+# generic paths (most laptops; any other CPU) are tested, not assumed: the native and engine layers,
+# but for the slow tests of their machinery (benches, renders, clusters) that are neither kernel
+# checks nor parity tests. The text front end (no native code), the reference, the workbench,
+# serving and models are not rerun.
 read -r -a levels <<< "$(.venv/bin/kazeia devices --levels)"
 for level in "${levels[@]:1}"; do
   leg "kernels, parity and the engine at KAZEIA_CPU=$level (this CPU: ${levels[0]})"
-  env -u GGML_VK_VISIBLE_DEVICES KAZEIA_CPU="$level" "${pytest[@]}" tests/native tests/engine tests/text -q -ra \
+  env -u GGML_VK_VISIBLE_DEVICES KAZEIA_CPU="$level" "${pytest[@]}" tests/native tests/engine -q -ra \
     -m "(kernels or parity or not slow) and not (accel or arm64_host)" "$@"
 done
 
