@@ -90,9 +90,13 @@ class PromptBuilder:
 
     # -- assembly --------------------------------------------------------------------------------
     def build(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
-              instruct: str | None = None, voice: Voice | None = None, streaming_text: bool | None = None) -> PromptPlan:
+              instruct: str | None = None, voice: Voice | None = None, streaming_text: bool | None = None,
+              first_ids: list[int] | None = None) -> PromptPlan:
+        """first_ids: a text still being written (text.streamed_text), by its first final ids (text
+        unused): the prompt reads the first, the trailing text holds the rest and no tts_eos yet; the
+        session gets the ids that follow, then tts_eos, as they come."""
         variant = self.info.variant
-        if not text or not text.strip():
+        if first_ids is None and (not text or not text.strip()):
             raise ValueError("text is empty")
         speaker = self.check_speaker(speaker)
         if variant == "custom_voice" and speaker is None:
@@ -107,8 +111,15 @@ class PromptBuilder:
             streaming_text = variant == "base"   # the reference wrapper's defaults
         lang_id = self.language_id(language, speaker)
 
-        ids = self.tok.encode(f"<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n")
-        role, body = ids[:3], ids[3:-5]
+        if first_ids is not None:
+            if not streaming_text:
+                raise ValueError("a text still being written is read while speaking: streaming_text")
+            if voice is not None and voice.ref_codes is not None:
+                raise ValueError("an in-context voice reads the whole text with its reference: give the text whole")
+            role, body = self.tok.encode("<|im_start|>assistant\n"), list(first_ids)
+        else:
+            ids = self.tok.encode(f"<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n")
+            role, body = ids[:3], ids[3:-5]
         if not body:
             raise ValueError("text has no tokens to speak")
         t = self.text
@@ -144,7 +155,7 @@ class PromptBuilder:
             self._icl_rows(plan, voice, body, streaming_text)
         elif streaming_text:
             plan.add(text=body[0], codec=c["bos"])
-            plan.trailing_text_ids = body[1:] + [t["tts_eos"]]
+            plan.trailing_text_ids = body[1:] + ([] if first_ids is not None else [t["tts_eos"]])
         else:
             for i in body:
                 plan.add(text=i, codec=c["pad"])

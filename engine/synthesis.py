@@ -165,15 +165,23 @@ class Engine:
     def _prepare_request(self, r: Request):
         return self.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
 
-    def max_frames_for(self, plan: PromptPlan, sampling: SamplingParams) -> int:
-        """Runaway guard: generous for slow speech, bounded by the model's own limit."""
+    def frame_limit(self, sampling: SamplingParams) -> int:
+        """The most frames a request may make: its own max_frames, bounded by the model's limit."""
         limit = int(self.info.sampling_defaults.get("max_new_tokens", 8192)) - 1
-        if sampling.max_frames is not None:
-            return min(sampling.max_frames, limit)
-        return min(HEADROOM_FRAMES + FRAMES_PER_TOKEN * plan.body_tokens, limit)
+        return limit if sampling.max_frames is None else min(sampling.max_frames, limit)
 
-    def _request(self, plan: PromptPlan, sampling: SamplingParams) -> "_native.GenerationRequest":
-        """The native form of one request."""
+    def max_frames_for(self, plan: PromptPlan, sampling: SamplingParams, body_tokens: int | None = None) -> int:
+        """Runaway guard: generous for slow speech, bounded by frame_limit (body_tokens: the whole
+        text's, for a text that was still being written when its session opened)."""
+        if sampling.max_frames is not None:
+            return self.frame_limit(sampling)
+        tokens = plan.body_tokens if body_tokens is None else body_tokens
+        return min(HEADROOM_FRAMES + FRAMES_PER_TOKEN * tokens, self.frame_limit(sampling))
+
+    def _request(self, plan: PromptPlan, sampling: SamplingParams,
+                 text_open: bool = False) -> "_native.GenerationRequest":
+        """The native form of one request (text_open: its text is still being written; the frame
+        limit then is the model's until the session's close_text)."""
         def stage(do, t, k, p):
             return _native.SamplingConfig(do_sample=bool(do), temperature=float(t), top_k=int(k), top_p=float(p))
         return _native.GenerationRequest(
@@ -181,17 +189,18 @@ class Engine:
             talker=stage(sampling.do_sample, sampling.temperature, sampling.top_k, sampling.top_p),
             code_predictor=stage(sampling.cp_do_sample, sampling.cp_temperature, sampling.cp_top_k, sampling.cp_top_p),
             repetition_penalty=float(sampling.repetition_penalty), min_new_tokens=2,
-            max_frames=self.max_frames_for(plan, sampling), seed=int(sampling.seed),
-            cp_single_launch=self.cp_single_launch, talker_persistent=self.talker_persistent,
-            **plan.arrays(self._prompts.hidden))
+            max_frames=self.frame_limit(sampling) if text_open else self.max_frames_for(plan, sampling),
+            seed=int(sampling.seed), cp_single_launch=self.cp_single_launch,
+            talker_persistent=self.talker_persistent, text_open=text_open, **plan.arrays(self._prompts.hidden))
 
     def generate_frames(self, plan: PromptPlan, sampling: SamplingParams, on_frame) -> dict:
         """Every frame of one request, `on_frame` called after each (the caller holds `lock`)."""
         return self._runner.generate(self._request(plan, sampling), on_frame)
 
-    def open_session(self, plan: PromptPlan, sampling: SamplingParams):
-        """A native session (prefilled) for the batch worker (the caller holds `lock`)."""
-        return self._runner.open(self._request(plan, sampling))
+    def open_session(self, plan: PromptPlan, sampling: SamplingParams, text_open: bool = False):
+        """A native session (prefilled) for the batch worker (the caller holds `lock`); text_open:
+        its text still being written (plan: PromptBuilder.build(first_ids=...))."""
+        return self._runner.open(self._request(plan, sampling, text_open))
 
     def step(self, sessions: list) -> None:
         """One frame for every session in one talker and one code-predictor launch (the caller

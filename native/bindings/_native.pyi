@@ -146,9 +146,9 @@ class SamplingConfig:
     def top_p(self) -> float:
         ...
 class GenerationRequest:
-    def __init__(self, text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codec_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], trailing_text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], talker: SamplingConfig, code_predictor: SamplingConfig, max_frames: typing.SupportsInt | typing.SupportsIndex, frame_codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32] | None = None, vectors: typing.Annotated[numpy.typing.ArrayLike, numpy.float32] | None = None, repetition_penalty: typing.SupportsFloat | typing.SupportsIndex = 1.0499999523162842, min_new_tokens: typing.SupportsInt | typing.SupportsIndex = 2, seed: typing.SupportsInt | typing.SupportsIndex = 0, cp_single_launch: bool = True, talker_persistent: bool = True) -> None:
+    def __init__(self, text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], codec_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], trailing_text_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], talker: SamplingConfig, code_predictor: SamplingConfig, max_frames: typing.SupportsInt | typing.SupportsIndex, frame_codes: typing.Annotated[numpy.typing.ArrayLike, numpy.int32] | None = None, vectors: typing.Annotated[numpy.typing.ArrayLike, numpy.float32] | None = None, repetition_penalty: typing.SupportsFloat | typing.SupportsIndex = 1.0499999523162842, min_new_tokens: typing.SupportsInt | typing.SupportsIndex = 2, seed: typing.SupportsInt | typing.SupportsIndex = 0, cp_single_launch: bool = True, talker_persistent: bool = True, text_open: bool = False) -> None:
         """
-        one utterance for TtsRunner.generate / open: prompt rows, trailing text ids, sampling per stage, limits
+        one utterance for TtsRunner.generate / open: prompt rows, trailing text ids, sampling per stage, limits; text_open: more trailing text comes by TtsSession.append_text
         """
     @property
     def code_predictor(self) -> SamplingConfig:
@@ -166,6 +166,14 @@ class GenerationRequest:
     def talker(self) -> SamplingConfig:
         ...
 class TtsSession:
+    def append_text(self, ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int32]) -> None:
+        """
+        more trailing text ids (a request opened with text_open)
+        """
+    def close_text(self, max_frames: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        no more text; max_frames: the whole text's frame limit (at most the request's)
+        """
     def frame(self, t: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int32], float, float]:
         """
         frame t: (codes, talker ms, code-predictor ms)
@@ -183,6 +191,11 @@ class TtsSession:
     @property
     def n_frames(self) -> int:
         ...
+    @property
+    def waiting(self) -> bool:
+        """
+        it has read all its text so far and more may come: steps leave it as it is
+        """
 class TtsWeights:
     def __init__(self, model: Model, talker_scheduled: bool = False, code_predictor_scheduled: bool = False, talker_weights_buffer: str = '', code_predictor_weights_buffer: str = '', talker_device: str = '', code_predictor_device: str = '') -> None:
         """

@@ -116,7 +116,7 @@ void register_tts(py::module_ & m) {
                          const sampling_config & talker, const sampling_config & code_predictor, int64_t max_frames,
                          const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
                          float repetition_penalty, int min_new_tokens, uint64_t seed, bool cp_single_launch,
-                         bool talker_persistent) {
+                         bool talker_persistent, bool text_open) {
                  generation_request req;
                  req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
                  req.trailing_text_ids = to_vector<int32_t>(trailing_text_ids);
@@ -128,13 +128,16 @@ void register_tts(py::module_ & m) {
                  req.seed = seed;
                  req.cp_single_launch = cp_single_launch;
                  req.talker_persistent = talker_persistent;
+                 req.text_open = text_open;
                  return req;
              }),
              py::arg("text_ids"), py::arg("codec_ids"), py::arg("trailing_text_ids"), py::arg("talker"),
              py::arg("code_predictor"), py::arg("max_frames"), py::arg("frame_codes") = py::none(),
              py::arg("vectors") = py::none(), py::arg("repetition_penalty") = 1.05f, py::arg("min_new_tokens") = 2,
              py::arg("seed") = 0, py::arg("cp_single_launch") = true, py::arg("talker_persistent") = true,
-             "one utterance for TtsRunner.generate / open: prompt rows, trailing text ids, sampling per stage, limits")
+             py::arg("text_open") = false,
+             "one utterance for TtsRunner.generate / open: prompt rows, trailing text ids, sampling per stage, limits; "
+             "text_open: more trailing text comes by TtsSession.append_text")
         .def_property_readonly("prompt_rows", [](const generation_request & r) { return r.prompt.n_rows; })
         .def_readonly("talker", &generation_request::talker)
         .def_readonly("code_predictor", &generation_request::code_predictor)
@@ -151,6 +154,12 @@ void register_tts(py::module_ & m) {
         .def_property_readonly("done", &tts_session::done)
         .def_property_readonly("n_frames", [](const tts_session & s) { return s.result().n_frames; })
         .def_property_readonly("cache_bytes", &tts_session::cache_bytes)
+        .def_property_readonly("waiting", &tts_session::waiting,
+                               "it has read all its text so far and more may come: steps leave it as it is")
+        .def("append_text", [](tts_session & s, const i32_array & ids) { s.append_text(to_vector<int32_t>(ids)); },
+             py::arg("ids"), "more trailing text ids (a request opened with text_open)")
+        .def("close_text", &tts_session::close_text, py::arg("max_frames"),
+             "no more text; max_frames: the whole text's frame limit (at most the request's)")
         .def("frame", [](const tts_session & s, int64_t t) {
             const generation_result & r = s.result();
             if (t < 0 || t >= r.n_frames) throw std::out_of_range("no frame " + std::to_string(t));

@@ -40,6 +40,8 @@ struct generation_request {
     uint64_t seed = 0;
     bool cp_single_launch = true;             // false: 15 launches per frame (same codes for the same seed)
     bool talker_persistent = true;            // false: the talker step graph is rebuilt every frame
+    bool text_open = false;                   // the trailing text is still being written: more comes
+                                              // by tts_session::append_text until close_text
 };
 
 struct frame_timing {
@@ -98,6 +100,14 @@ public:
     bool done() const;                          // stopped at EOS or its frame limit
     const generation_result & result() const;   // the frames so far (reason: valid once done)
     size_t cache_bytes() const;                 // its KV cache
+    // Text still being written (generation_request::text_open). A session that has read every
+    // trailing id it has and may get more waits: steps leave it as it is (no padding is fed), so its
+    // codes are those of the whole text given at once, whenever each id arrives.
+    void append_text(const std::vector<int32_t> & ids);
+    // No more text; max_frames: the whole text's frame limit (at most the request's, which sized the
+    // cache). A session already past it stops there.
+    void close_text(int64_t max_frames);
+    bool waiting() const;
 
 private:
     friend class tts_runner;

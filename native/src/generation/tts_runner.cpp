@@ -27,6 +27,10 @@ struct tts_session::state {
     bool step_pending = false;         // the last frame has not been fed to the talker yet
     bool done = false;
     state(const tts_weights * w, const generation_request & r) : weights(w), req(r), random(r.seed) {}
+    // the talker's next step reads trailing text id n_frames - 1, which has not been written yet
+    bool waiting() const {
+        return !done && req.text_open && step_pending && result.n_frames - 1 >= int64_t(req.trailing_text_ids.size());
+    }
 };
 
 tts_session::tts_session(std::unique_ptr<state> s) : s_(std::move(s)) {}
@@ -34,6 +38,24 @@ tts_session::~tts_session() = default;
 bool tts_session::done() const { return s_->done; }
 const generation_result & tts_session::result() const { return s_->result; }
 size_t tts_session::cache_bytes() const { return s_->cache ? s_->cache->bytes() : 0; }
+bool tts_session::waiting() const { return s_->waiting(); }
+
+void tts_session::append_text(const std::vector<int32_t> & ids) {
+    if (!s_->req.text_open) throw std::logic_error("the session's text is closed");
+    s_->req.trailing_text_ids.insert(s_->req.trailing_text_ids.end(), ids.begin(), ids.end());
+}
+
+void tts_session::close_text(int64_t max_frames) {
+    if (!s_->req.text_open) throw std::logic_error("the session's text is closed");
+    if (max_frames < 1 || max_frames > s_->req.max_frames)
+        throw std::invalid_argument("close_text: max_frames must be between 1 and the request's limit");
+    s_->req.text_open = false;
+    s_->req.max_frames = max_frames;
+    if (!s_->done && s_->result.n_frames >= max_frames) {
+        s_->done = true;
+        s_->result.reason = stop_reason::limit;
+    }
+}
 
 // The generation loop over one runner's compute.
 struct generation_loop {
@@ -64,7 +86,7 @@ struct generation_loop {
         std::vector<tts_session::state *> live;
         for (tts_session * s : sessions) {
             if (s && s->s_->weights != &weights) throw std::invalid_argument("a session of other weights");
-            if (s && !s->s_->done) live.push_back(s->s_.get());
+            if (s && !s->s_->done && !s->s_->waiting()) live.push_back(s->s_.get());
         }
         // 1. the talker reads each last frame (one launch for all that continue)
         std::vector<talker_runner::slot> steps;
@@ -144,6 +166,7 @@ struct generation_loop {
 
     // ---- generation: one session, frame by frame, asking the caller after each -----------------
     generation_result generate(const generation_request & req, const frame_callback & on_frame) {
+        if (req.text_open) throw std::invalid_argument("generate needs the whole text: open a session to stream it");
         std::unique_ptr<tts_session> session = open(req);
         tts_session::state & s = *session->s_;
         while (!s.done) {

@@ -1,0 +1,106 @@
+"""A text still being written (an LLM's answer) spoken as one utterance: the session reads each text
+id as it arrives and waits, stepping nothing, when it has read all there is. Property: any split of
+the text and any timing give the codes of the whole text given at once with streaming text (same
+seed), alone and inside a batch of sessions that never wait."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kazeia.engine import SamplingParams
+from kazeia.engine.text.streamed_text import StreamedText
+
+TEXTS = ["Hello! This answer arrives a few characters at a time, as a language model writes it.",
+         "Numbers like 3.14159 and 2,048, a café, and 日本語 too.\nA second line."]
+
+
+def sampling_of(engine, seed):
+    return SamplingParams.from_model(engine.info, seed=seed)   # (sampled; the frame limit from the text)
+
+
+def whole_session(engine, text, seed):
+    plan, sampling, _, _ = engine.prepare(text, speaker="vivian", sampling=sampling_of(engine, seed),
+                                          streaming_text=True)
+    return engine.open_session(plan, sampling)
+
+
+class Writer:
+    """A text written into a session delta by delta (StreamedText decides which ids are final)."""
+
+    def __init__(self, engine, text, seed, cuts):
+        self.engine, self.text, self.seed = engine, text, seed
+        self.deltas = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+        self.streamed = StreamedText(engine._prompts.tok)
+        self.session = None
+        self.pending: list[int] = []
+
+    def write_next(self) -> bool:
+        """One more delta (or the close); False once everything is written."""
+        if self.streamed.closed:
+            return False
+        if self.deltas:
+            self.pending += self.streamed.push(self.deltas.pop(0))
+        else:
+            self.pending += self.streamed.close() + [self.engine._prompts.text["tts_eos"]]
+        if self.session is None and self.pending:   # the prompt needs the first id
+            plan = self.engine._prompts.build("", speaker="vivian", streaming_text=True, first_ids=self.pending[:1])
+            self.session = self.engine.open_session(plan, sampling_of(self.engine, self.seed), text_open=True)
+            self.pending = self.pending[1:]
+        if self.session is not None and self.pending:
+            self.session.append_text(np.asarray(self.pending, np.int32))
+            self.pending = []
+        if self.streamed.closed and self.session is not None:
+            whole_tokens = len(self.streamed.given)
+            plan, sampling, _, _ = self.engine.prepare(self.text, speaker="vivian",
+                                                       sampling=sampling_of(self.engine, self.seed),
+                                                       streaming_text=True)
+            assert plan.body_tokens == whole_tokens
+            self.session.close_text(self.engine.max_frames_for(plan, sampling))
+        return True
+
+
+@pytest.mark.parametrize("split_seed", [0, 1, 2])
+def test_a_text_written_while_it_is_spoken_gives_the_whole_texts_codes(engines, split_seed):
+    engine = engines("custom_voice")
+    rng = np.random.default_rng(split_seed)
+    waited = 0
+    with engine.lock:
+        for i, text in enumerate(TEXTS):
+            seed = 11 + i
+            expected = whole_session(engine, text, seed)
+            cuts = sorted(set(rng.integers(1, len(text), size=int(rng.integers(8, 25))).tolist()))
+            writer = Writer(engine, text, seed, cuts)
+            neighbours = [whole_session(engine, t, 40 + k) for k, t in enumerate(("Beside it.", "And another one."))]
+            while not writer.streamed.closed:
+                # the writer is late at random: a few frames of the others go by before each delta
+                for _ in range(int(rng.integers(0, 4))):
+                    if writer.session is not None and writer.session.waiting:
+                        waited += 1
+                    engine.step([s for s in (writer.session, *neighbours, expected) if s is not None])
+                writer.write_next()
+            while not (writer.session.done and expected.done):
+                engine.step([writer.session, expected, *neighbours])
+            got, want = writer.session.result(), expected.result()
+            assert np.array_equal(got["codes"], want["codes"]), (text, writer.deltas)
+            assert got["codes"].shape[0] > 10
+    assert waited > 0   # (the sessions did wait for text)
+
+
+def test_a_waiting_session_steps_nothing_and_a_closed_text_takes_no_more(engines):
+    engine = engines("custom_voice")
+    with engine.lock:
+        plan = engine._prompts.build("", speaker="vivian", streaming_text=True,
+                                     first_ids=engine._prompts.tok.encode("Hello")[:1])
+        session = engine.open_session(plan, sampling_of(engine, 3), text_open=True)
+        engine.step([session])   # frame 0 needs no trailing text
+        assert session.n_frames == 1 and session.waiting
+        for _ in range(3):
+            engine.step([session])
+        assert session.n_frames == 1   # nothing fed, nothing made
+        session.append_text(np.asarray([engine._prompts.text["tts_eos"]], np.int32))
+        session.close_text(8)
+        while not session.done:
+            engine.step([session])
+        assert 1 < session.n_frames <= 8 and not session.waiting
+        with pytest.raises(Exception, match="closed"):
+            session.append_text(np.asarray([1], np.int32))
