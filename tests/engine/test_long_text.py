@@ -9,7 +9,7 @@ import soundfile
 
 from kazeia.engine import Engine, SamplingParams
 from kazeia.engine.long_text import redo_chunk, speak
-from kazeia.engine.text.compose import Cast, Pauses, compose
+from kazeia.engine.text.compose import Cast, compose
 from kazeia.engine.text.join import JoinSettings
 from kazeia.engine.text.sentences import Budget
 

@@ -83,7 +83,7 @@ def test_floats_within_the_reference_spread(diff: GoldenDiff, report):
     over = {q: (d, tolerance[q]) for q, d in diff.float_diffs.items() if d > tolerance[q]}
     moved = sorted(((d, q) for q, d in diff.float_diffs.items() if d > 0), reverse=True)
     report(f"reference vs committed goldens on this CPU: {len(moved)} of {len(diff.float_diffs)} float quantities "
-           f"moved" + (f"; largest: " + ", ".join(f"{q} {d:.2e} (tolerance {tolerance[q]:.2e})" for d, q in moved[:3])
+           f"moved" + ("; largest: " + ", ".join(f"{q} {d:.2e} (tolerance {tolerance[q]:.2e})" for d, q in moved[:3])
                        if moved else " (bit-identical)"))
     assert not over, "beyond the reference's own spread: " + "; ".join(
         f"{q}: |diff| {d:.3e} > {t:.3e}" for q, (d, t) in sorted(over.items()))
