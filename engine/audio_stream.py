@@ -32,7 +32,7 @@ class StreamHost(Protocol):
     beside_decoder: "SpeechDecoder"          # the decoder on that worker's pool
     info: "ModelInfo"
 
-    def open_session(self, plan: "PromptPlan", sampling: SamplingParams): ...
+    def open_session(self, plan: "PromptPlan", sampling: SamplingParams, text_open: bool = False): ...
     def generate_frames(self, plan: "PromptPlan", sampling: SamplingParams, on_frame) -> dict: ...
     def report_held(self) -> list[dict]: ...
 
@@ -48,8 +48,10 @@ class AudioStream:
     engine's batch worker (Engine(max_batch=N): several streams advance together)."""
 
     def __init__(self, host: StreamHost, plan: "PromptPlan", sampling: SamplingParams, timings: Timings, start: float,
-                 prime_codes: np.ndarray | None = None, decode_every: int = 1, batcher: StreamRunner | None = None):
+                 prime_codes: np.ndarray | None = None, decode_every: int = 1, batcher: StreamRunner | None = None,
+                 feed=None):
         self._host = host
+        self.feed = feed   # batch.TextFeed: the text is still being written (only through a batcher)
         self._plan, self._sampling = plan, sampling
         self._queue: queue.Queue = queue.Queue()
         self._cancel = threading.Event()
@@ -88,7 +90,7 @@ class AudioStream:
     def open_session(self):
         """A native session for this request, prefilled (for the batch worker)."""
         self._begin()
-        return self._host.open_session(self._plan, self._sampling)
+        return self._host.open_session(self._plan, self._sampling, text_open=self.feed is not None)
 
     @property
     def cancelled(self) -> bool:

@@ -2,7 +2,9 @@
 stream and position) and every frame step advances all of them in one talker launch and one
 code-predictor launch, so the weights are read once per step for the whole batch. Sessions join
 (after their prefill) and leave (EOS, frame limit, cancel) at frame boundaries; a sequence's codes
-depend only on its own request, never on what shares its steps."""
+depend only on its own request, never on what shares its steps. A session whose text is still being
+written (TextFeed) gets its new text ids before each step and, when it has read all there is, waits:
+it is not stepped, and a batch of only such sessions sleeps until text or a cancel comes."""
 from __future__ import annotations
 
 import threading
@@ -20,6 +22,39 @@ class BatchHost(Protocol):
     def step(self, sessions: list) -> None: ...
 
 
+class TextFeed:
+    """The text ids of a stream whose text is still being written: the writer adds them (and the
+    end), the batch worker hands them to the native session before each step."""
+
+    def __init__(self, wake):
+        self._lock = threading.Lock()
+        self._ids: list[int] = []
+        self._max_frames: int | None = None   # set by close: the whole text's frame limit
+        self._wake = wake                     # tells the batch worker there is something to read
+
+    def add(self, ids: list[int]) -> None:
+        if ids:
+            with self._lock:
+                self._ids.extend(ids)
+            self._wake()
+
+    def close(self, max_frames: int) -> None:
+        with self._lock:
+            self._max_frames = max_frames
+        self._wake()
+
+    def hand_to(self, session) -> None:
+        """New ids (and the end, once) into the native session (under the host's lock)."""
+        with self._lock:
+            ids, self._ids = self._ids, []
+            closing, self._max_frames = self._max_frames, None
+        if ids:
+            import numpy as np
+            session.append_text(np.asarray(ids, np.int32))
+        if closing is not None:
+            session.close_text(closing)
+
+
 class Batcher:
     """The worker that steps every active session of an engine together (at most `max_batch`; the
     rest wait their turn in arrival order). Started on demand; it exits when nothing is left."""
@@ -34,6 +69,11 @@ class Batcher:
         self._thread: threading.Thread | None = None
         self.steps = 0            # frame steps run (for tests and the bench)
         self.largest_batch = 0
+
+    def wake(self) -> None:
+        """A waiting session has new text (or was cancelled): step again."""
+        with self._cond:
+            self._cond.notify()
 
     def submit(self, stream: "AudioStream") -> None:
         with self._cond:
@@ -71,9 +111,18 @@ class Batcher:
                 active = live
                 if not active:
                     continue
-                self.largest_batch = max(self.largest_batch, len(active))
+                for s, n in active:
+                    if s.feed is not None:
+                        s.feed.hand_to(n)
+                ready = [n for _, n in active if not n.waiting]
+                self.largest_batch = max(self.largest_batch, len(ready))
+                if not ready:   # every session waits for text: sleep until some comes (or a cancel)
+                    with self._cond:
+                        if not self._waiting:
+                            self._cond.wait(0.05)
+                    continue
                 try:
-                    self._host.step([n for _, n in active])
+                    self._host.step(ready)
                     self.steps += 1
                 except BaseException as e:   # an engine failure ends every session of the step
                     for s, _ in active:

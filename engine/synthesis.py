@@ -6,6 +6,7 @@ import os
 import threading
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from .prompt import PromptBuilder, PromptPlan, Voice
 from .requests import Request, Result, SamplingParams, Timings
 from .speech_decoder import SpeechDecoder
 from .threads import ThreadPolicy, check_threads, default_threads
+
+if TYPE_CHECKING:
+    from .text_stream import TextStream
 
 FRAMES_PER_TOKEN = 16      # slow, emotional speech stays far below this (normal speech: ~4)
 HEADROOM_FRAMES = 100      # 8 s on top, for short texts
@@ -180,8 +184,8 @@ class Engine:
 
     def _request(self, plan: PromptPlan, sampling: SamplingParams,
                  text_open: bool = False) -> "_native.GenerationRequest":
-        """The native form of one request (text_open: its text is still being written; the frame
-        limit then is the model's until the session's close_text)."""
+        """The native form of one request (text_open: its text is still being written; its frame
+        limit then is that of the longest one-prompt text until the session's close_text)."""
         def stage(do, t, k, p):
             return _native.SamplingConfig(do_sample=bool(do), temperature=float(t), top_k=int(k), top_p=float(p))
         return _native.GenerationRequest(
@@ -189,7 +193,7 @@ class Engine:
             talker=stage(sampling.do_sample, sampling.temperature, sampling.top_k, sampling.top_p),
             code_predictor=stage(sampling.cp_do_sample, sampling.cp_temperature, sampling.cp_top_k, sampling.cp_top_p),
             repetition_penalty=float(sampling.repetition_penalty), min_new_tokens=2,
-            max_frames=self.frame_limit(sampling) if text_open else self.max_frames_for(plan, sampling),
+            max_frames=self.max_frames_for(plan, sampling, MAX_TEXT_TOKENS if text_open else None),
             seed=int(sampling.seed), cp_single_launch=self.cp_single_launch,
             talker_persistent=self.talker_persistent, text_open=text_open, **plan.arrays(self._prompts.hidden))
 
@@ -309,6 +313,16 @@ class Engine:
                                                        streaming_text)
         return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every,
                            batcher=self._batcher if self.max_batch > 1 else None)
+
+    def open_text_stream(self, *, speaker: str | None = None, language: str | None = "auto",
+                         instruct: str | None = None, voice: Voice | None = None,
+                         sampling: SamplingParams | None = None, decode_every: int = DECODE_EVERY) -> "TextStream":
+        """Speech of a text still being written, one utterance: write(delta) as it comes, close() at
+        the end, iterate for audio chunks (engine/text_stream.py). The audio is that of the whole
+        text given to stream(..., streaming_text=True, one_prompt=True), bit for bit."""
+        from .text_stream import TextStream
+        return TextStream(self, speaker=speaker, language=language, instruct=instruct, voice=voice,
+                          sampling=sampling, decode_every=decode_every)
 
     def take(self, request: Request, *, lexicon=None, join=None, chunk_seeds: dict[int, int] | None = None,
              decode_every: int = DECODE_EVERY):

@@ -104,3 +104,43 @@ def test_a_waiting_session_steps_nothing_and_a_closed_text_takes_no_more(engines
         assert 1 < session.n_frames <= 8 and not session.waiting
         with pytest.raises(Exception, match="closed"):
             session.append_text(np.asarray([1], np.int32))
+
+
+def test_the_engines_text_stream_speaks_the_whole_texts_audio(converted):
+    """Engine.open_text_stream: a writer thread sends deltas at random moments while another stream
+    shares the batch; the audio equals stream(whole text, streaming_text=True) bit for bit."""
+    import threading
+    import time
+
+    from kazeia.engine import Engine, open_model
+    engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=4)
+    text = TEXTS[1]
+    sampling = SamplingParams.from_model(engine.info, seed=5)
+    whole = engine.stream(text, speaker="vivian", sampling=sampling, streaming_text=True, one_prompt=True).wait(120)
+    rng = np.random.default_rng(3)
+    cuts = sorted(set(rng.integers(1, len(text), size=12).tolist()))
+    deltas = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    written = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=5))
+    beside = engine.stream("A neighbour in the same batch.", speaker="ryan",
+                           sampling=SamplingParams.from_model(engine.info, seed=9))
+
+    def write() -> None:
+        for delta in deltas:
+            time.sleep(float(rng.uniform(0, 0.05)))
+            written.write(delta)
+        written.close()
+    writer = threading.Thread(target=write)
+    writer.start()
+    chunks = list(written)
+    writer.join(60)
+    got = written.wait(120)
+    beside.wait(120)
+    assert chunks and np.array_equal(np.concatenate([c.audio for c in chunks]), got.audio)
+    assert np.array_equal(got.codes, whole.codes) and np.array_equal(got.audio, whole.audio)
+    empty = engine.open_text_stream(speaker="vivian")
+    empty.write("  \n  ")
+    with pytest.raises(ValueError, match="text is empty"):
+        empty.close()
+    empty.wait(60)   # (cancelled, if the spaces had opened a session)
+    with pytest.raises(ValueError, match="speaker"):
+        engine.open_text_stream(speaker="nobody")

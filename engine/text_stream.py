@@ -1,0 +1,111 @@
+"""Speech of a text still being written (a language model's answer, an operator typing): one
+utterance, fed as the text arrives. write() each delta, close() at the end; iterate for audio chunks
+as for Engine.stream. The text's final tokens (text.streamed_text) go to a native session opened with
+the first of them; when it has read all there is it waits on the batch worker, stepping nothing, so
+it holds no other session back. The codes and audio are those of the whole text given at once with
+streaming text, bit for bit, whatever the split and timing of the deltas."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Iterator
+
+from .audio_stream import AudioStream
+from .batch import TextFeed
+from .requests import Chunk, Result, SamplingParams, Timings
+from .text.streamed_text import StreamedText
+
+if TYPE_CHECKING:
+    from .prompt import Voice
+    from .synthesis import Engine
+
+
+class TextStream:
+    def __init__(self, engine: "Engine", *, speaker: str | None, language: str | None, instruct: str | None,
+                 voice: "Voice | None", sampling: SamplingParams | None, decode_every: int):
+        from .synthesis import MAX_TEXT_TOKENS
+        self._engine = engine
+        self._voice = dict(speaker=speaker, language=language, instruct=instruct, voice=voice)
+        self._sampling = sampling or SamplingParams.from_model(engine.info)
+        self._sampling.validate()
+        self._decode_every = decode_every
+        self._max_tokens = MAX_TEXT_TOKENS
+        prompts = engine._prompts
+        self._eos = prompts.text["tts_eos"]
+        # the request checked now (speaker, voice, language), not at the first word
+        prompts.build("", **self._voice, streaming_text=True, first_ids=[self._eos])
+        self._text = StreamedText(prompts.tok)
+        self._feed = TextFeed(engine._batcher.wake)
+        self._lock = threading.Lock()
+        self._audio: AudioStream | None = None
+        self._started = threading.Event()   # the audio stream exists (or the text closed without one)
+        self._start = 0.0
+
+    # ---- the writer's side ---------------------------------------------------------------------
+    def write(self, delta: str) -> None:
+        with self._lock:
+            if not self._start:
+                self._start = time.perf_counter()   # (time to first audio counts from the first text)
+            self._send(self._text.push(delta))
+
+    def close(self) -> None:
+        """The end of the text: the rest is spoken, then the utterance ends."""
+        with self._lock:
+            ids = self._text.close()
+            if not self._text.text.strip():   # (as a whole text: refused, and nothing is spoken)
+                if self._audio is not None:
+                    self._audio.cancel()
+                    self._engine._batcher.wake()
+                self._started.set()
+                raise ValueError("text is empty")
+            self._send(ids + [self._eos])
+            plan = self._audio_plan
+            self._feed.close(self._engine.max_frames_for(plan, self._sampling, len(self._text.given)))
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._audio is not None:
+                self._audio.cancel()
+                self._engine._batcher.wake()
+            self._started.set()
+
+    @property
+    def text(self) -> str:
+        return self._text.text
+
+    def _send(self, ids: list[int]) -> None:
+        if len(self._text.given) > self._max_tokens:
+            raise ValueError(f"text too long for one utterance: over {self._max_tokens} tokens")
+        if self._audio is None:
+            if not ids:
+                return
+            plan = self._engine._prompts.build("", **self._voice, streaming_text=True, first_ids=ids[:1])
+            self._audio_plan = plan
+            timings = Timings(frame_seconds=1 / self._engine.info.frame_rate)
+            self._audio = AudioStream(self._engine, plan, self._sampling, timings, self._start, None,
+                                      self._decode_every, batcher=self._engine._batcher, feed=self._feed)
+            self._started.set()
+            ids = ids[1:]
+        self._feed.add(ids)
+
+    # ---- the listener's side (as AudioStream) ----------------------------------------------------
+    def _stream(self) -> AudioStream | None:
+        self._started.wait()
+        return self._audio
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return self
+
+    def __next__(self) -> Chunk:
+        audio = self._stream()
+        if audio is None:
+            raise StopIteration
+        return next(audio)
+
+    def wait(self, timeout: float | None = None) -> Result | None:
+        audio = self._stream()
+        return None if audio is None else audio.wait(timeout)
+
+    @property
+    def result(self) -> Result | None:
+        return None if self._audio is None else self._audio.result
