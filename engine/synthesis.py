@@ -322,7 +322,7 @@ class Engine:
         text given to stream(..., streaming_text=True, one_prompt=True), bit for bit."""
         from .text_stream import TextStream
         return TextStream(self, speaker=speaker, language=language, instruct=instruct, voice=voice,
-                          sampling=sampling, decode_every=decode_every)
+                          sampling=sampling, decode_every=decode_every, max_tokens=MAX_TEXT_TOKENS)
 
     def take(self, request: Request, *, lexicon=None, join=None, chunk_seeds: dict[int, int] | None = None,
              decode_every: int = DECODE_EVERY):

@@ -8,28 +8,34 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Protocol
 
-from .audio_stream import AudioStream
-from .batch import TextFeed
+from .audio_stream import AudioStream, StreamHost
+from .batch import Batcher, TextFeed
 from .requests import Chunk, Result, SamplingParams, Timings
 from .text.streamed_text import StreamedText
 
 if TYPE_CHECKING:
-    from .prompt import Voice
-    from .synthesis import Engine
+    from .prompt import PromptBuilder, PromptPlan, Voice
+
+
+class TextStreamHost(StreamHost, Protocol):
+    """What a text stream needs of the engine (kazeia.engine.Engine), beyond an audio stream's."""
+    _prompts: "PromptBuilder"
+    _batcher: Batcher
+
+    def max_frames_for(self, plan: "PromptPlan", sampling: SamplingParams, body_tokens: int | None = None) -> int: ...
 
 
 class TextStream:
-    def __init__(self, engine: "Engine", *, speaker: str | None, language: str | None, instruct: str | None,
-                 voice: "Voice | None", sampling: SamplingParams | None, decode_every: int):
-        from .synthesis import MAX_TEXT_TOKENS
+    def __init__(self, engine: TextStreamHost, *, speaker: str | None, language: str | None, instruct: str | None,
+                 voice: "Voice | None", sampling: SamplingParams | None, decode_every: int, max_tokens: int):
         self._engine = engine
         self._voice = dict(speaker=speaker, language=language, instruct=instruct, voice=voice)
         self._sampling = sampling or SamplingParams.from_model(engine.info)
         self._sampling.validate()
         self._decode_every = decode_every
-        self._max_tokens = MAX_TEXT_TOKENS
+        self._max_tokens = max_tokens   # (the engine's limit for one prompt)
         prompts = engine._prompts
         self._eos = prompts.text["tts_eos"]
         # the request checked now (speaker, voice, language), not at the first word
