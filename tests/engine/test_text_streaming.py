@@ -59,7 +59,7 @@ class Writer:
         return True
 
 
-@pytest.mark.parametrize("split_seed", [0, 1, 2])
+@pytest.mark.parametrize("split_seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)])
 def test_a_text_written_while_it_is_spoken_gives_the_whole_texts_codes(engines, split_seed):
     engine = engines("custom_voice")
     rng = np.random.default_rng(split_seed)
