@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from .comparison import PlacementComparison, difference_text
@@ -123,6 +123,3 @@ class Session:
 
     def profile_path(self, name: str | None) -> str | None:
         return str(self.voices.path(name)) if name else None
-
-    def with_seeds(self, request: TakeRequest, seeds: dict[int, int]) -> TakeRequest:
-        return replace(request, chunk_seeds=seeds)

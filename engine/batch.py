@@ -11,6 +11,8 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 if TYPE_CHECKING:
     from .audio_stream import AudioStream
 
@@ -49,7 +51,6 @@ class TextFeed:
             ids, self._ids = self._ids, []
             closing, self._max_frames = self._max_frames, None
         if ids:
-            import numpy as np
             session.append_text(np.asarray(ids, np.int32))
         if closing is not None:
             session.close_text(closing)
