@@ -30,6 +30,8 @@ from .errors import ApiError, ErrorBody, api_error_handler, http_error_handler, 
 from .metrics import Metrics
 from .settings import ServerSettings
 from .job import SpeechJob
+from .live import LiveService
+from .sockets import add_live_sockets
 from .speech import MODEL_ALIASES, SpeechRequest, check_speed, parse, whole_take
 from .voices import UnknownVoice, VoiceBook
 
@@ -80,7 +82,7 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
             yield
             return
         from .wyoming_tts import WyomingService
-        service = WyomingService(engine, voices, admission, settings, finish, lexicon)
+        service = WyomingService(app.state.live, voices, lexicon)
         wyoming = await service.start(*settings.wyoming)
         try:
             yield
@@ -102,13 +104,15 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
     takes_instructions = info.variant == "voice_design" or (info.variant == "custom_voice" and info.size != "0b6")
     app.state.admission, app.state.metrics = admission, metrics
 
-    def authorize(request: Request) -> None:
+    def check_key(given: str | None) -> None:
         if settings.api_key is None:
             return
-        given = request.headers.get("authorization", "")
-        scheme, _, key = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), settings.api_key.encode()):
+        if given is None or not hmac.compare_digest(given.encode(), settings.api_key.encode()):
             raise ApiError(401, "missing or wrong API key: send Authorization: Bearer <key>", None, "invalid_api_key")
+
+    def authorize(request: Request) -> None:
+        scheme, _, key = request.headers.get("authorization", "").partition(" ")
+        check_key(key.strip() if scheme.lower() == "bearer" else None)
 
     async def read_json(request: Request) -> dict:
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -149,6 +153,10 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
             observer({"id": rid, "voice": job.voice.name, "chars": len(job.text), "frames": job.frames,
                       "ttfa_ms": job.ttfa_ms, "rtf": job.rtf if job.samples else None, "stage_ms": dict(job.stage_ms),
                       "outcome": outcome, "seconds": seconds})
+
+    live = LiveService(engine, admission, settings, finish, metrics.requests.labels("rejected").inc)
+    app.state.live = live
+    add_live_sockets(app, live, voices, check_key, takes_instructions)
 
     speech_schema = {"requestBody": {"required": True,
                                      "content": {"application/json": {"schema": SpeechRequest.model_json_schema()}}}}

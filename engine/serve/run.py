@@ -67,6 +67,7 @@ class ServeOptions:
     voice_map: dict[str, str] = field(default_factory=dict)
     lexicons: tuple[str, ...] = ()
     request_timeout: float = 300.0
+    idle_timeout: float = 30.0
     max_frames: int | None = None
     streaming_text: bool = True
     shutdown_grace: float = 10.0
@@ -81,6 +82,8 @@ class ServeOptions:
         if not is_loopback(args.host) and key is None:
             raise ValueError(f"--host {args.host} listens beyond this machine: give an API key (--api-key or "
                              "$KAZEIA_API_KEY), or keep the default 127.0.0.1")
+        if args.idle_timeout <= 0:
+            raise ValueError("--idle-timeout must be more than 0 seconds")
         if args.max_frames is not None and args.max_frames < 1:
             raise ValueError("--max-frames must be at least 1")
         if args.max_batch < 1:
@@ -94,7 +97,7 @@ class ServeOptions:
             raise ValueError("--wyoming serves from one process: give it without --ray")
         return cls(args.model, args.host, args.port, key, wyoming, tuple(args.cors_origin or ()), args.name,
                    args.max_batch, args.max_queue, args.voices, parse_voice_map(args.voice_map),
-                   tuple(args.lexicon or ()), args.request_timeout, args.max_frames, args.streaming_text,
+                   tuple(args.lexicon or ()), args.request_timeout, args.idle_timeout, args.max_frames, args.streaming_text,
                    args.shutdown_grace, args.threads, args.overlap, args.ray, args.replicas)
 
 
@@ -118,7 +121,7 @@ def serve(o: ServeOptions) -> int:
         lexicon = load_lexicons(list(o.lexicons))[0]
     voices = VoiceBook(model, o.voices, o.voice_map)   # (checked here, whichever process serves)
     name = o.name or model.info.path.stem
-    settings = ServerSettings(name, key, o.max_batch, o.max_queue, o.request_timeout,
+    settings = ServerSettings(name, key, o.max_batch, o.max_queue, o.request_timeout, o.idle_timeout,
                               wyoming=wyoming, cors_origins=list(o.cors_origins), max_frames=o.max_frames,
                               streaming_text=o.streaming_text)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)

@@ -20,9 +20,26 @@ MAX_INPUT_CHARS = 4096   # OpenAI's limit
 MODEL_ALIASES = ("kazeia", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")   # names clients hard-code
 
 
-class SpeechRequest(BaseModel):
+class SamplingFields(BaseModel):
+    """Kazeia's own sampling fields of a request (speech, and the live sockets' query)."""
     model_config = ConfigDict(extra="forbid")   # a misspelt field is an error, not ignored
 
+    seed: int | None = Field(None, ge=0, le=2 ** 53 - 1)   # (the integers every JSON reader keeps exact)
+    temperature: float | None = Field(None, gt=0, le=10)
+    top_k: int | None = Field(None, ge=0)
+    top_p: float | None = Field(None, gt=0, le=1)
+    max_frames: int | None = Field(None, ge=1)
+
+    def sampling(self, engine: "Engine", max_frames: int | None = None) -> SamplingParams:
+        """The request's sampling; `max_frames`: the server's cap (it wins over a larger ask)."""
+        chosen = {k: getattr(self, k) for k in ("seed", "temperature", "top_k", "top_p", "max_frames")
+                  if getattr(self, k) is not None}
+        if max_frames is not None:
+            chosen["max_frames"] = min(chosen.get("max_frames", max_frames), max_frames)
+        return SamplingParams.from_model(engine.info, **chosen)
+
+
+class SpeechRequest(SamplingFields):
     model: str = Field(min_length=1)
     input: str = Field(max_length=MAX_INPUT_CHARS, json_schema_extra={"pattern": r"\S"})   # (some words: checked below)
     voice: str | dict[str, str]
@@ -32,11 +49,6 @@ class SpeechRequest(BaseModel):
     stream_format: Literal["audio", "sse"] = "audio"
     # Kazeia's own
     language: str | None = None
-    seed: int | None = Field(None, ge=0, le=2 ** 53 - 1)   # (the integers every JSON reader keeps exact)
-    temperature: float | None = Field(None, gt=0, le=10)
-    top_k: int | None = Field(None, ge=0)
-    top_p: float | None = Field(None, gt=0, le=1)
-    max_frames: int | None = Field(None, ge=1)
     streaming_text: bool | None = Field(None, description="feed the text while generating (the server's "
                                         "setting when absent; false: the whole text in the prompt)")
 
@@ -55,18 +67,11 @@ class SpeechRequest(BaseModel):
             return self.voice["id"]
         return self.voice
 
-    def sampling(self, engine: "Engine", max_frames: int | None = None) -> SamplingParams:
-        """The request's sampling; `max_frames`: the server's cap (it wins over a larger ask)."""
-        chosen = {k: getattr(self, k) for k in ("seed", "temperature", "top_k", "top_p", "max_frames")
-                  if getattr(self, k) is not None}
-        if max_frames is not None:
-            chosen["max_frames"] = min(chosen.get("max_frames", max_frames), max_frames)
-        return SamplingParams.from_model(engine.info, **chosen)
 
-
-def parse(body: dict) -> SpeechRequest:
+def parse(body: dict, model: type[SamplingFields] = SpeechRequest):
+    """`body` as a `model`; ApiError 400 naming the first bad field."""
     try:
-        return SpeechRequest.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as e:
         first = e.errors()[0]
         param = ".".join(str(p) for p in first["loc"]) or None

@@ -1,14 +1,13 @@
 """Wyoming, the protocol Home Assistant speaks to local voice services: `describe` answers with the
 voices (each with the model's languages as codes, "en", "de", ...), `synthesize` with `audio-start`,
-16-bit 24 kHz `audio-chunk`s as they are made and `audio-stop`, and a streamed text
-(`synthesize-start`, `-chunk`s, `-stop`, what an LLM answer gives) is spoken sentence by sentence as
-each one is complete, then `synthesize-stopped`. The server's engine, voices and admission are the
+16-bit 24 kHz `audio-chunk`s as they are made and `audio-stop`; a streamed text
+(`synthesize-start`, `-chunk`s, `-stop`, what an LLM answer gives) is one utterance spoken while it
+arrives (live.py: the audio of the whole text, bit for bit), then `synthesize-stopped`. The server's engine, voices and admission are the
 HTTP app's: Wyoming requests share its batches and its limits. A request that cannot be spoken gets an
 `error` event naming why; the connection stays open."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import anyio
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -20,14 +19,11 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 
 from ..requests import SamplingParams
 from ..text.markup import MarkupError
-from ..text.sentences import LANGUAGE_CODES, split_sentences
+from ..text.sentences import LANGUAGE_CODES
 from .encoders import pcm16
 from .job import SpeechJob
+from .live import LiveJob, LiveService, Turns
 from .voices import UnknownVoice, VoiceBook
-
-if TYPE_CHECKING:
-    from ..synthesis import Engine
-    from .settings import ServerSettings
 
 _ATTRIBUTION = Attribution(name="Kazeia", url="https://github.com/QwenLM/Qwen3-TTS")
 
@@ -35,12 +31,12 @@ _ATTRIBUTION = Attribution(name="Kazeia", url="https://github.com/QwenLM/Qwen3-T
 class WyomingService:
     """What every connection's handler shares."""
 
-    def __init__(self, engine: "Engine", voices: VoiceBook, admission, settings: "ServerSettings", on_finish,
-                 lexicon=None):
-        self.engine, self.voices, self.admission, self.lexicon = engine, voices, admission, lexicon
+    def __init__(self, live: LiveService, voices: VoiceBook, lexicon=None):
+        engine, settings = live.engine, live.settings
+        self.live, self.engine, self.voices, self.admission, self.lexicon = live, engine, voices, live.admission, lexicon
         self.settings = settings   # (its frame cap and text feeding)
         model_name = settings.model_name
-        self.on_finish = on_finish   # (job, request id, outcome): the server's log line and metrics
+        self.on_finish = live.finish   # (job, request id, outcome): the server's log line and metrics
         self.rate = engine.info.sample_rate
         languages = [name for name in engine.info.languages if name in LANGUAGE_CODES]
         self.by_code = {LANGUAGE_CODES[name]: name for name in reversed(languages)}   # (a dialect never wins)
@@ -73,31 +69,50 @@ class WyomingHandler(AsyncEventHandler):
     def __init__(self, service: WyomingService, reader, writer):
         super().__init__(reader, writer)
         self.service = service
-        self._streamed: Synthesize | None = None   # a streamed text: its voice, and what is not yet spoken
-        self._pending = ""
+        self._streaming = False               # between synthesize-start and -stop
+        self._streamed: Turns | None = None   # that text's one turn (None: refused, the client was told)
 
     async def handle_event(self, event: Event) -> bool:
         if Describe.is_type(event.type):
             await self.write_event(self.service.info.event())
         elif SynthesizeStart.is_type(event.type):
-            start = SynthesizeStart.from_event(event)
-            self._streamed, self._pending = Synthesize(text="", voice=start.voice), ""
+            await self._end_stream()   # (a start without a stop: the last one ends here)
+            self._streaming = True
+            self._streamed = await self._open_stream(Synthesize(text="", voice=SynthesizeStart.from_event(event).voice))
         elif SynthesizeChunk.is_type(event.type) and self._streamed is not None:
-            self._pending += SynthesizeChunk.from_event(event).text
-            sentences = split_sentences(self._pending, self._language(self._streamed)) if self._pending.strip() else []
-            for sentence in sentences[:-1]:   # the last may not be finished yet
-                await self._speak(sentence, self._streamed)
-            self._pending = self._pending[self._pending.rfind(sentences[-1]):] if sentences else self._pending
-        elif SynthesizeStop.is_type(event.type) and self._streamed is not None:
-            if self._pending.strip():
-                await self._speak(self._pending, self._streamed)
-            self._streamed, self._pending = None, ""
+            await self._streamed.write(SynthesizeChunk.from_event(event).text)
+        elif SynthesizeStop.is_type(event.type) and self._streaming:
+            await self._end_stream()
+            self._streaming = False
             await self.write_event(SynthesizeStopped().event())
         elif Synthesize.is_type(event.type):
-            if self._streamed is None:   # (a streaming client sends the whole text too: spoken once)
+            if not self._streaming:   # (a streaming client sends the whole text too: spoken once)
                 request = Synthesize.from_event(event)
                 await self._speak(request.text, request)
         return True
+
+    async def disconnect(self) -> None:
+        if self._streamed is not None:
+            await self._streamed.abandon()
+
+    async def _open_stream(self, request: Synthesize) -> Turns | None:
+        service = self.service
+        try:
+            voice = service.voices.resolve(self._voice_name(request))
+        except UnknownVoice as e:
+            await self.write_event(Error(text=e.message, code="voice_not_found").event())
+            return None
+        sampling = SamplingParams.from_model(service.engine.info, max_frames=service.settings.max_frames)
+        return Turns(service.live, voice, self._language(request), None, sampling, _WyomingSink(self), prefix="wyoming")
+
+    async def _end_stream(self) -> None:
+        turns, self._streamed = self._streamed, None
+        if turns is not None:
+            await turns.drain()
+
+    def _voice_name(self, request: Synthesize) -> str:
+        wanted = request.voice.name if request.voice is not None and request.voice.name else self.service.default_voice
+        return wanted or ""
 
     def _language(self, request: Synthesize) -> str | None:
         voice = request.voice
@@ -105,9 +120,8 @@ class WyomingHandler(AsyncEventHandler):
 
     async def _speak(self, text: str, request: Synthesize) -> None:
         service = self.service
-        wanted = request.voice.name if request.voice is not None and request.voice.name else service.default_voice
         try:
-            voice = service.voices.resolve(wanted or "")
+            voice = service.voices.resolve(self._voice_name(request))
         except UnknownVoice as e:
             await self.write_event(Error(text=e.message, code="voice_not_found").event())
             return
@@ -136,3 +150,22 @@ class WyomingHandler(AsyncEventHandler):
         finally:
             job.cancel()
             service.on_finish(job, rid, outcome)
+
+
+class _WyomingSink:
+    """A streamed text's turn as Wyoming events (live.TurnSink)."""
+
+    def __init__(self, handler: WyomingHandler):
+        self._handler, self._rate = handler, handler.service.rate
+
+    async def start(self, turn: int) -> None:
+        await self._handler.write_event(AudioStart(rate=self._rate, width=2, channels=1).event())
+
+    async def audio(self, turn: int, audio) -> None:
+        await self._handler.write_event(AudioChunk(rate=self._rate, width=2, channels=1, audio=pcm16(audio)).event())
+
+    async def end(self, turn: int, outcome: str, job: LiveJob) -> None:
+        await self._handler.write_event(AudioStop().event())
+
+    async def error(self, code: str, message: str) -> None:
+        await self._handler.write_event(Error(text=message, code=code).event())

@@ -354,18 +354,25 @@ def test_wyoming_describe_synthesize_and_streamed_text(engine):
             await client.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice(name="nobody")).event())
             error = Error.from_event((await until(client, lambda t: False))[-1])
             assert error.code == "voice_not_found" and "serena" in error.text
-            # a streamed text is spoken a sentence at a time as each one is complete
+            # a streamed text is one utterance spoken while it arrives: the whole text's audio
             await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="ryan")).event())
             for piece in ("The first sentence", " is here. The sec", "ond one follows."):
                 await client.write_event(SynthesizeChunk(text=piece).event())
-            first = await until(client, AudioStop.is_type)   # before the stream is over
+            first = await until(client, AudioStart.is_type)   # (before the stream is over)
             await client.write_event(Synthesize(text="The first sentence is here. The second one follows.").event())
             await client.write_event(SynthesizeStop().event())
-            second = await until(client, SynthesizeStopped.is_type)
-            assert sum(AudioStop.is_type(e.type) for e in second) == 1   # (the whole text sent too: not spoken twice)
-            alone = [engine.synthesize(t, speaker="ryan", sampling=sampling, streaming_text=True).audio
-                     for t in ("The first sentence is here.", "The second one follows.")]
-            assert audio_of(first) == pcm16(alone[0]) and audio_of(second) == pcm16(alone[1])
+            events = first + await until(client, SynthesizeStopped.is_type)
+            assert sum(AudioStop.is_type(e.type) for e in events) == 1   # (the whole text sent too: not spoken twice)
+            whole = engine.stream("The first sentence is here. The second one follows.", speaker="ryan",
+                                  sampling=sampling, streaming_text=True, one_prompt=True)
+            assert audio_of(events) == pcm16(np.concatenate([c.audio for c in whole]))
+            # an unknown voice for a streamed text: an error, and the stream still ends as Wyoming's do
+            await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="nobody")).event())
+            await client.write_event(SynthesizeChunk(text="Hi.").event())
+            await client.write_event(SynthesizeStop().event())
+            error = Error.from_event((await until(client, SynthesizeStopped.is_type))[-1])
+            assert error.code == "voice_not_found"
+            assert SynthesizeStopped.is_type((await until(client, SynthesizeStopped.is_type))[-1].type)
     try:
         asyncio.run(talk())
     finally:

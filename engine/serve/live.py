@@ -1,0 +1,220 @@
+"""Live speech for the server's sockets (Kazeia's own, the Deepgram-style one, Wyoming's streamed
+text): a connection speaks in turns, and each turn is one utterance of text that arrives while it is
+spoken (Engine.open_text_stream), a session of the engine's batcher that waits, stepping nothing,
+whenever it has read all the text so far. A turn's audio equals the whole text's given at once with
+streaming text, bit for bit. `Turns` is what every protocol shares: the text of the open turn, flush
+(the turn's text ends; its audio goes on, and the next text opens the next turn), cancel (every turn
+in flight stops within a frame), each turn admitted like one HTTP request and logged as one, its
+audio sent in turn order through the protocol's `TurnSink`."""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
+
+import anyio
+import numpy as np
+
+from .job import SpeechJob
+
+if TYPE_CHECKING:
+    from ..requests import SamplingParams
+    from ..synthesis import Engine
+    from .settings import ServerSettings
+    from .voices import NamedVoice
+
+
+@dataclass
+class LiveJob(SpeechJob):
+    """A SpeechJob whose text is written while it is spoken: `start`, `write` deltas, `close`."""
+    cancelled: bool = False
+
+    def start(self) -> None:
+        v = self.voice
+        self._stream = self.engine.open_text_stream(
+            speaker=v.speaker, language=self.language or "auto", voice=v.voice, sampling=self.sampling,
+            instruct=self.instruct if self.instruct is not None else v.instruct)
+
+    def write(self, delta: str) -> None:
+        self._stream.write(delta)
+        self.text = self._stream.text
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        super().cancel()
+
+
+class TurnSink(Protocol):
+    """How a protocol sends a connection's turns (the calls for one turn come in this order)."""
+    async def start(self, turn: int) -> None: ...
+    async def audio(self, turn: int, audio: np.ndarray) -> None: ...
+    async def end(self, turn: int, outcome: str, job: LiveJob) -> None: ...   # ok, cancelled, timeout, error
+    async def error(self, code: str, message: str) -> None: ...   # a refused turn or text; the connection goes on
+
+
+@dataclass
+class LiveService:
+    """What every connection shares: the server's engine, limits and its per-request bookkeeping."""
+    engine: "Engine"
+    admission: object          # app.Admission
+    settings: "ServerSettings"
+    finish: Callable[[SpeechJob, str, str], None]   # the request's log line, metrics, admission.leave
+    rejected: Callable[[], None]                    # counts a turn refused for a full server
+
+
+@dataclass
+class _Turn:
+    number: int
+    job: LiveJob | None   # None: refused (the client was told); its text is dropped until the flush
+    rid: str = ""
+    pump: asyncio.Task | None = None
+
+
+class Turns:
+    def __init__(self, service: LiveService, voice: "NamedVoice", language: str | None, instruct: str | None,
+                 sampling: "SamplingParams", sink: TurnSink, prefix: str = "live"):
+        self._service, self._sink, self._prefix = service, sink, prefix
+        self._voice, self._language, self._instruct, self._sampling = voice, language, instruct, sampling
+        self._open: _Turn | None = None          # the turn whose text is still being written
+        self._in_flight: list[_Turn] = []        # turns whose audio is not all sent (in order)
+        self._count = 0
+        self.last_activity = time.monotonic()    # (a message in or audio out: the idle limit's clock)
+
+    @property
+    def busy(self) -> bool:
+        """A turn is open or still has audio to send."""
+        return self._open is not None or any(t.pump is not None and not t.pump.done() for t in self._in_flight)
+
+    @property
+    def open_turn(self) -> bool:
+        return self._open is not None
+
+    async def write(self, text: str) -> None:
+        self.last_activity = time.monotonic()
+        if not text:
+            return
+        if self._open is None:
+            self._open = await self._start_turn()
+        turn = self._open
+        if turn.job is None:
+            return
+        try:
+            await anyio.to_thread.run_sync(turn.job.write, text)
+        except ValueError as e:   # (over the one-utterance limit)
+            await self._refuse(turn, "invalid_text", str(e))
+
+    async def flush(self) -> int | None:
+        """The open turn's text ends (its audio goes on); its number, or None if none was open."""
+        self.last_activity = time.monotonic()
+        turn, self._open = self._open, None
+        if turn is None:
+            return None
+        if turn.job is not None:
+            try:
+                await anyio.to_thread.run_sync(turn.job.close)
+            except ValueError as e:   # (only spaces: nothing to say)
+                await self._refuse(turn, "invalid_text", str(e))
+        return turn.number
+
+    async def cancel(self) -> int:
+        """Every turn in flight stops within a frame, unsent audio dropped; how many were stopped."""
+        self.last_activity = time.monotonic()
+        self._open = None
+        stopped = 0
+        for turn in self._in_flight:
+            if turn.job is not None and turn.pump is not None and not turn.pump.done():
+                turn.job.cancel()
+                stopped += 1
+        await self.drain()
+        return stopped
+
+    async def drain(self) -> None:
+        """Waits until every turn's audio is sent (a turn still open is flushed first)."""
+        await self.flush()
+        for turn in list(self._in_flight):
+            if turn.pump is not None:
+                await turn.pump
+
+    async def abandon(self) -> None:
+        """The client went away: every turn is cancelled and its slot freed."""
+        self._open = None
+        for turn in self._in_flight:
+            if turn.job is not None:
+                turn.job.cancel()
+        for turn in list(self._in_flight):
+            if turn.pump is not None:
+                await turn.pump
+
+    async def _start_turn(self) -> _Turn:
+        self._count += 1
+        turn = _Turn(self._count, None, f"{self._prefix}-{uuid.uuid4().hex[:12]}")
+        service = self._service
+        if not service.admission.enter():
+            service.rejected()
+            await self._sink.error("server_busy", f"the server is full ({service.admission.limit} requests running "
+                                                  "or waiting): this turn is not spoken; try again")
+            return turn
+        job = LiveJob(service.engine, "", self._voice, self._language, self._instruct, self._sampling)
+        try:
+            await anyio.to_thread.run_sync(job.start)
+        except ValueError as e:   # (a language or instruction the model refuses)
+            service.finish(job, turn.rid, "invalid")
+            await self._sink.error("invalid_request", str(e))
+            return turn
+        turn.job = job
+        previous = self._in_flight[-1].pump if self._in_flight else None
+        self._in_flight = [t for t in self._in_flight if t.pump is not None and not t.pump.done()]
+        self._in_flight.append(turn)
+        turn.pump = asyncio.create_task(self._pump(turn, previous))
+        return turn
+
+    async def _refuse(self, turn: _Turn, code: str, message: str) -> None:
+        if turn.job is not None:
+            turn.job.cancel()
+        await self._sink.error(code, message)
+
+    async def _pump(self, turn: _Turn, previous: asyncio.Task | None) -> None:
+        """The turn's audio, after the turn before it has sent all of its own."""
+        job, service, outcome = turn.job, self._service, "error"
+        limit = service.settings.request_timeout_s
+        try:
+            if previous is not None:
+                await previous
+            await self._sink.start(turn.number)
+            while (audio := await anyio.to_thread.run_sync(job.next_audio)) is not None:
+                await self._sink.audio(turn.number, audio)
+                self.last_activity = time.monotonic()
+                if time.perf_counter() - job.started > limit:
+                    job.cancel()
+                    await self._sink.error("timeout", f"turn {turn.number} ran over its time limit ({limit:.0f} s)")
+                    outcome = "timeout"
+                    break
+            else:
+                outcome = "cancelled" if job.cancelled else "ok"
+        except Exception:   # (the client went away mid-send: its socket refuses)
+            outcome = "disconnected"
+        finally:
+            job.cancel()
+            service.finish(job, turn.rid, outcome)
+        if outcome != "disconnected":
+            try:
+                await self._sink.end(turn.number, outcome, job)
+            except Exception:
+                pass
+
+
+async def run_idle_watch(turns: Turns, idle_s: float, on_idle: Callable[[], Awaitable[None]]) -> None:
+    """Calls `on_idle` once when no message came and no audio went for `idle_s` seconds (a turn whose
+    audio is still being made is not idle)."""
+    while True:
+        await asyncio.sleep(min(1.0, idle_s / 4))
+        if turns.busy and not turns.open_turn:
+            turns.last_activity = time.monotonic()   # (audio still coming: the client is listening)
+        if time.monotonic() - turns.last_activity >= idle_s:
+            await on_idle()
+            return
