@@ -118,7 +118,8 @@ setup() {
   (cd "$repo" && enter env KAZEIA_VENV="$venv" KAZEIA_GGML="${KAZEIA_GGML:-native}" PIP_NO_COMPILE=1 \
     KAZEIA_GGML_ARM_ARCH="$ggml_arch" CC="$cross-gcc" CXX="$cross-g++" CMAKE_BUILD_PARALLEL_LEVEL=2 \
     "${ccache[@]}" bash scripts/setup.sh)
-  enter env PIP_NO_COMPILE=1 python -m pip install -q --disable-pip-version-check "pytest>=8" "pytest-timeout>=2.3"
+  enter bash -c 'python scripts/requirements_met.py "pytest>=8" "pytest-timeout>=2.3" >/dev/null ||
+    PIP_NO_COMPILE=1 python -m pip install -q --disable-pip-version-check "pytest>=8" "pytest-timeout>=2.3"'
 }
 
 # The ARM64 leg (what CI runs), chosen by markers (docs/testing.md): the level each emulated core gets

@@ -57,7 +57,8 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$python" -m venv "$venv"
 fi
 pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
-"${pip[@]}" --upgrade "pip>=24"
+met() { "$venv/bin/python" scripts/requirements_met.py "$@" >/dev/null 2>&1; }   # (a pip run that changes nothing costs seconds)
+met "pip>=24" || "${pip[@]}" --upgrade "pip>=24"
 
 # --- ggml: the build this machine can use best ---------------------------------------------
 # KAZEIA_GGML=auto (default) | native | vulkan | cuda | wheel
@@ -197,8 +198,12 @@ PY
 )" || build_requires=""
 if [[ -n "$build_requires" ]]; then
   mapfile -t build_requires <<< "$build_requires"
-  "${pip[@]}" "${build_requires[@]}"
-  "${pip[@]}" --no-build-isolation ".$extras"
+  met "${build_requires[@]}" || "${pip[@]}" "${build_requires[@]}"
+  if met --project "$extras"; then   # (every dependency is there: Kazeia alone is built and installed)
+    "${pip[@]}" --no-build-isolation --no-deps ".$extras"
+  else
+    "${pip[@]}" --no-build-isolation ".$extras"
+  fi
 else
   "${pip[@]}" ".$extras"
 fi

@@ -19,6 +19,11 @@ def main_bench(args) -> int:
         result = bench_serve(tuple(args.clients), size=args.size, out_type=args.type,
                              decoder_type=args.decoder_type or "f16", frames=frames_cap or 100, threads=args.threads,
                              runs=args.runs, model_path=args.model, progress=not args.quiet)
+    elif args.live:
+        from .live import bench_live
+        result = bench_live(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
+                            words_per_s=args.words_per_s, frames=frames_cap or 120, threads=args.threads,
+                            runs=args.runs, model_path=args.model, progress=not args.quiet)
     elif args.long:
         from .long import bench_long
         result = bench_long(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",

@@ -25,7 +25,9 @@ def golden_request(engine, case):
 @pytest.mark.parity
 @pytest.mark.parametrize("batch", [1, 2, 4, pytest.param(8, marks=pytest.mark.slow)])   # (8: minutes under emulation)
 @pytest.mark.parametrize("variant", sorted({m["variant"] for m in MANIFEST["cases"].values()}))
-def test_golden_cases_inside_a_batch_match_the_reference(engines, variant, batch):
+def test_golden_cases_inside_a_batch_match_the_reference(engines, variant, batch, emulated):
+    if emulated and batch == 1:   # (a batch of one steps as the goldens alone do, tests/engine/test_tts.py)
+        pytest.skip("under emulation batches of 2 and 4 stand for this; x86-64 runs every size")
     engine = engines(variant)
     cases = [c for c in CASES if MANIFEST["cases"][c]["variant"] == variant]
     golden = [golden_request(engine, c) for c in cases]

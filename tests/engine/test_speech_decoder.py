@@ -95,7 +95,9 @@ def patterns(n, seed, emulated=False):
 @pytest.mark.arm64
 @pytest.mark.parametrize("chunking", [True, False])
 def test_streaming_equals_offline_for_any_feeding_pattern(model32, chunking, emulated):
-    codes = LONG["codes"]
+    if emulated and not chunking:   # (its one difference from chunking: no restart at frame 300)
+        pytest.skip("under emulation the reference chunking stands for both; x86-64 runs both")
+    codes = LONG["codes"][:330] if emulated else LONG["codes"]   # (330: across the restart at 300)
     dec = SpeechDecoder(model32, threads=2, reference_chunking=chunking)
     offline = dec.decode(codes)
     for name, sizes in patterns(len(codes), seed=int(chunking), emulated=emulated).items():
