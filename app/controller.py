@@ -40,6 +40,59 @@ class TakeOutcome:
     result: object   # the engine's Result
     ran: Ran
     chunks: list = field(default_factory=list)   # a long text's chunks (long_text.ChunkTake); [] for one prompt
+    text: str | None = None   # a typed take's text, known once it is done
+
+
+class TypedText:
+    """The text of a take spoken as it is typed, from the GUI thread to the take's stream: kept until
+    the stream exists (the job may still wait for the worker), then handed on. Writing only tokenizes
+    the text (microseconds); the engine's work stays on its threads."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pending: list[str] = []
+        self._closed = False
+        self._stream = None
+        self.error: str | None = None   # why the text was refused (over the one-utterance limit)
+
+    def write(self, delta: str) -> None:
+        with self._lock:
+            if self._closed or self.error:
+                return
+            if self._stream is None:
+                self._pending.append(delta)
+                return
+            self._write(delta)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._stream is not None:
+                self._close()
+
+    def attach(self, stream) -> None:
+        with self._lock:
+            self._stream = stream
+            for delta in self._pending:
+                self._write(delta)
+            self._pending.clear()
+            if self._closed:
+                self._close()
+
+    def _write(self, delta: str) -> None:
+        try:
+            self._stream.write(delta)
+        except ValueError as e:
+            self.error = str(e)
+            self._stream.cancel()
+
+    def _close(self) -> None:
+        try:
+            self._stream.close()
+        except ValueError as e:   # (nothing but spaces was typed)
+            self.error = str(e)
 
 
 def _message(e: BaseException) -> str:
@@ -62,6 +115,7 @@ class Job(QObject):
         self.cancelled = threading.Event()
         self._lock = threading.Lock()
         self.stream = None         # a take's running stream (cancel reaches it)
+        self.typed: TypedText | None = None   # a typed take's text (speak_typed)
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -196,6 +250,27 @@ def _take(worker: _Worker, job: Job, request: TakeRequest) -> TakeOutcome:
     return TakeOutcome(stream.result, ran, getattr(stream, "takes", []))
 
 
+def _typed_take(worker: _Worker, job: Job, request: TakeRequest) -> TakeOutcome:
+    """A take whose text is typed while it is spoken (Engine.open_text_stream): one utterance."""
+    engine = worker.require_engine()
+    ran = worker.apply(request.placement, request.threads)
+    voice = load_voice(request.voice_profile, engine.model) if request.voice_profile else None
+    reset_peak_rss()
+    stream = engine.open_text_stream(speaker=request.speaker, language=request.language, instruct=request.instruct,
+                                     voice=voice, sampling=request.sampling)
+    job.attach(stream)
+    job.typed.attach(stream)
+    job.started.emit(ran)
+    for chunk in stream:
+        job.progress.emit(chunk)
+    if job.typed.error:
+        raise ValueError(job.typed.error)
+    if stream.result is None:
+        raise ValueError("nothing was typed" if not job.cancelled.is_set() else "stopped before any text")
+    ran.peak_memory_mb = peak_rss_mb()
+    return TakeOutcome(stream.result, ran, [], stream.text)
+
+
 def _script(worker: _Worker, job: Job, request: dict):
     """A script through the render core (as `kazeia render`): all lines (those done and unchanged
     are kept) or the given ids (rendered again)."""
@@ -286,6 +361,16 @@ class EngineController(QObject):
         if not self._idle():
             return None
         self.take = self._until_done(Job("take", partial(_take, request=request)), self._take_ended)
+        return self.take
+
+    def speak_typed(self, request: TakeRequest) -> Job | None:
+        """A take of text typed while it is spoken: write to the job's `typed` (TypedText), close it
+        to finish. None when a take cannot start (as generate)."""
+        if not self._idle():
+            return None
+        job = Job("take", partial(_typed_take, request=request))
+        job.typed = TypedText()
+        self.take = self._until_done(job, self._take_ended)
         return self.take
 
     def render_script(self, request: dict) -> Job | None:

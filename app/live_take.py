@@ -70,6 +70,8 @@ class LiveTake:
             self.audio.end_stream()
         if take is None:
             return None
+        if outcome.text is not None:   # (a typed take: its text is what was typed)
+            take.text = outcome.text
         take.record(outcome.result, outcome.ran, stage_lines(outcome.result.placement_report), outcome.chunks)
         self.take_view.flush(final=True)
         self.take_view.shown = take.id   # (selecting it next does not draw it again)

@@ -35,6 +35,8 @@ class Presenter(QObject):
         self._stopped_because = "stopped"   # what the Serve dialog says once the server has stopped
         self.playback = Playback(audio, session.store, lambda: view.backend.has_output)
         self.live = LiveTake(view.latency, view.take_view, audio)
+        self._typed = None        # a take spoken as it is typed: its text (controller.TypedText)
+        self._typed_box = ""      # the text box as last handed to it
         self.controller = EngineController(self)
         self._connect()
 
@@ -44,6 +46,7 @@ class Presenter(QObject):
         v.backend.threads_changed.connect(self._threads_changed)
         tr = v.transport
         tr.generate_button.clicked.connect(lambda: self.generate())
+        tr.type_button.toggled.connect(self.speak_as_typed)
         tr.stop_button.clicked.connect(self.stop)
         tr.play_button.clicked.connect(self.toggle_play)
         tr.ab_button.clicked.connect(self.ab_or_switch)
@@ -150,6 +153,11 @@ class Presenter(QObject):
         take = self.controller.generate(replace(job, tag=tag or {}))
         if take is None:
             return None
+        return self._run_take(take, job, tag)
+
+    def _run_take(self, take, job: TakeRequest, tag: dict | None, show_live: bool = True):
+        """The live views and the take's outcome for a take job just made; it is submitted."""
+        v, info = self.view, self.session.info
         self.playback.stop()
         play_live = v.sampling.play_live.isChecked() and v.backend.has_output
         frames = job.sampling.max_frames or 8191
@@ -161,11 +169,57 @@ class Presenter(QObject):
         take.progress.connect(self.live.chunk)
         take.finished.connect(self._on_finished)
         take.failed.connect(self._on_take_failed)
-        if v.workspace.arrangement == "narrow" and not tag:
+        if v.workspace.arrangement == "narrow" and not tag and show_live:   # (typing: the text box stays)
             v.workspace.show_page(v.workspace.live)
         v.generate_button.setEnabled(False)
         v.stop_button.setEnabled(True)
         return self.controller.submit(take)
+
+    def speak_as_typed(self, on: bool) -> None:
+        """"Speak as I type" pressed (on) or released: a take whose text is the box's, spoken while it
+        is typed, one utterance (what the box holds is its start; only text added at the end is heard).
+        Released, the rest is spoken and the take kept."""
+        v = self.view
+        if not on:
+            self._end_typing()
+            return
+        why = self.session.take_refusal(self.controller.busy, self.controller.rendering)
+        try:
+            job = None if why else replace(self.job(), text="", streaming_text=True)
+        except ValueError as e:
+            why = str(e)
+        take = None if why else self.controller.speak_typed(job)
+        if take is None:
+            v.show_status(why or "a take is running", 5000)
+            self._uncheck_typing()
+            return
+        self._typed, self._typed_box = take.typed, ""
+        self._run_take(take, job, None, show_live=False)
+        v.text.textChanged.connect(self._on_typed)
+        self._on_typed()
+        v.text.setFocus()
+
+    def _on_typed(self) -> None:
+        text = self.view.text.toPlainText()
+        if text.startswith(self._typed_box):
+            self._typed.write(text[len(self._typed_box):])
+        else:
+            self.view.show_status("speaking as you type: only text added at the end is heard", 5000)
+        self._typed_box = text
+
+    def _end_typing(self) -> None:
+        if self._typed is None:
+            return
+        self.view.text.textChanged.disconnect(self._on_typed)
+        self._typed.close()
+        self._typed = None
+        self._uncheck_typing()
+
+    def _uncheck_typing(self) -> None:
+        button = self.view.transport.type_button
+        button.blockSignals(True)
+        button.setChecked(False)
+        button.blockSignals(False)
 
     def stop(self) -> None:
         """Esc: stops a script render, else the take (a comparison does not go on), else playback."""
@@ -188,6 +242,7 @@ class Presenter(QObject):
             meter.show_level(-90.0, 0.0)
 
     def _on_finished(self, outcome) -> None:
+        self._end_typing()   # (a typed take ends at its frame limit, or stopped)
         v, result = self.view, outcome.result
         v.generate_button.setEnabled(True)
         v.stop_button.setEnabled(False)
@@ -210,6 +265,7 @@ class Presenter(QObject):
         self.take_finished.emit(result)
 
     def _on_take_failed(self, message: str) -> None:
+        self._end_typing()
         self.view.generate_button.setEnabled(self.session.info is not None)
         self.view.stop_button.setEnabled(False)
         self.live.fail()

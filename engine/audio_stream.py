@@ -120,6 +120,14 @@ class AudioStream:
             self._decode_pending()
         return True
 
+    def waiting_for_text(self) -> None:
+        """Generation waits for text still being written: the frames made so far are decoded now, not
+        when `decode_every` have gathered (the listener hears all there is while the writer thinks)."""
+        if self._worker is not None:
+            self._request_turn(1)
+        elif self._pending:
+            self._decode_pending()
+
     def finish(self, out: dict, cancelled: bool = False) -> None:
         """Generation has ended: the last frames are decoded and the result is set."""
         try:

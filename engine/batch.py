@@ -4,7 +4,8 @@ code-predictor launch, so the weights are read once per step for the whole batch
 (after their prefill) and leave (EOS, frame limit, cancel) at frame boundaries; a sequence's codes
 depend only on its own request, never on what shares its steps. A session whose text is still being
 written (TextFeed) gets its new text ids before each step and, when it has read all there is, waits:
-it is not stepped, and a batch of only such sessions sleeps until text or a cancel comes."""
+it is not stepped (the frames it has made are decoded at once, not when a launch's worth has
+gathered), and a batch of only such sessions sleeps until text or a cancel comes."""
 from __future__ import annotations
 
 import threading
@@ -115,7 +116,12 @@ class Batcher:
                 for s, n in active:
                     if s.feed is not None:
                         s.feed.hand_to(n)
-                ready = [n for _, n in active if not n.waiting]
+                ready = []
+                for s, n in active:
+                    if n.waiting:
+                        s.waiting_for_text()
+                    else:
+                        ready.append(n)
                 self.largest_batch = max(self.largest_batch, len(ready))
                 if not ready:   # every session waits for text: sleep until some comes (or a cancel)
                     with self._cond:

@@ -151,8 +151,10 @@ class ServePanel(Panel):
             key = self.api_key.text().strip()
             wyoming = f"; Wyoming on tcp://{self.host.text().strip()}:{self.wyoming_port.value()}" \
                 if self.wyoming.isChecked() else ""
+            live = self.url.replace("http://", "ws://", 1)
             text = (f"serving {self.info.path.stem} on {self.url}/v1 "
-                    f"({'key ' + key if key else 'no key'}){wyoming}")
+                    f"({'key ' + key if key else 'no key'}){wyoming}; live text in: {live}/v1/audio/speech/live, "
+                    f"Deepgram's shape: {live}/v1/speak")
         else:
             text = why if self.info is not None or error else "load a model to serve it"
         self.status.setText(text)

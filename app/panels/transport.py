@@ -1,4 +1,4 @@
-"""Generate, Stop, Play and A/B: the controls an operator needs whatever page is shown, on screen in
+"""Generate, Speak as I type, Stop, Play and A/B: the controls an operator needs whatever page is shown, on screen in
 every layout, and "?" for what the tooltips say (a finger never hovers)."""
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ class TransportBar(QWidget):
         row = QHBoxLayout(self)
         row.setContentsMargins(4, 0, 4, 0)
         self.generate_button = QPushButton("Generate (Ctrl+Enter)")
+        self.type_button = QPushButton("Speak as I type")
+        self.type_button.setCheckable(True)
+        self.type_button.setToolTip("each word is spoken as you type on after it, one utterance, as a language model's "
+                                    "answer is heard through the server's live sockets; press again to finish "
+                                    "(the rest is spoken and kept as a take)")
         self.stop_button = QPushButton("Stop (Esc)")
         self.stop_button.setEnabled(False)
         self.play_button = QPushButton("Play / stop (Space)")
@@ -27,7 +32,7 @@ class TransportBar(QWidget):
         self.help_button.setToolTip("tap here, then on any control, to read what it does")
         self.help = TapForHelp(self)
         self.help_button.clicked.connect(self.help.start)
-        for w in (self.generate_button, self.stop_button, self.play_button, self.ab_button):
+        for w in (self.generate_button, self.type_button, self.stop_button, self.play_button, self.ab_button):
             row.addWidget(w)
         row.addStretch(1)
         row.addWidget(self.help_button)

@@ -106,6 +106,15 @@ def _by_requests(url: str, words: list[str], gap_s: float, voice: str, frames_pe
     return {"ttfa_s": first, "end_s": time.perf_counter() - start, "audio_bytes": audio_bytes}
 
 
+def _until_still(engine: Engine, quiet_s: float = 0.3) -> None:
+    """Until the batch worker has made no step for `quiet_s` (every session waits for text)."""
+    batcher, last, since = engine._batcher, -1, time.perf_counter()
+    while time.perf_counter() - since < quiet_s:
+        if batcher.steps != last:
+            last, since = batcher.steps, time.perf_counter()
+        time.sleep(0.02)
+
+
 def _waiting_cost(engine: Engine, voice: str, frames: int, waiting: int, runs: int) -> dict:
     """ms per frame of one stream alone, and beside `waiting` streams with nothing left to read."""
     from ..requests import SamplingParams
@@ -119,6 +128,7 @@ def _waiting_cost(engine: Engine, voice: str, frames: int, waiting: int, runs: i
                     s = engine.open_text_stream(speaker=voice, sampling=sampling)
                     s.write("Still thinking about")
                     idle.append(s)
+                _until_still(engine)   # (their prefill and first frames are theirs: timed is the wait)
             start = time.perf_counter()
             stream = engine.stream(ANSWER, speaker=voice, sampling=sampling, streaming_text=True, one_prompt=True)
             made = sum(1 for _ in stream)

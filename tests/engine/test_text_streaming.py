@@ -144,3 +144,29 @@ def test_the_engines_text_stream_speaks_the_whole_texts_audio(converted):
     empty.wait(60)   # (cancelled, if the spaces had opened a session)
     with pytest.raises(ValueError, match="speaker"):
         engine.open_text_stream(speaker="nobody")
+
+
+def test_a_waiting_stream_has_its_frames_decoded_while_the_writer_thinks(converted):
+    """Frames made before the session runs out of text are heard at once, not when a decoder
+    launch's worth (decode_every) has gathered: the listener is not kept from what is made."""
+    import threading
+    import time
+
+    from kazeia.engine import Engine, open_model
+    engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=2)
+    written = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=2),
+                                      decode_every=64)
+    heard = []
+    listener = threading.Thread(target=lambda: heard.extend(c.frames for c in written), daemon=True)
+    listener.start()
+    written.write("An answer that stops to think here, and")
+    steps, still_since, deadline = -1, time.perf_counter(), time.perf_counter() + 60
+    while time.perf_counter() - still_since < 0.5 and time.perf_counter() < deadline:   # (until it waits)
+        if engine._batcher.steps != steps:
+            steps, still_since = engine._batcher.steps, time.perf_counter()
+        time.sleep(0.02)
+    made = written._audio.frames_seen
+    time.sleep(0.2)
+    assert 1 < made < 64 and sum(heard) == made
+    written.cancel()
+    listener.join(30)
