@@ -124,8 +124,19 @@ def add_live_sockets(app: FastAPI, service: LiveService, voices: "VoiceBook", ch
         await ws.accept(subprotocol=subprotocol)
         return query, voice, subprotocol
 
-    async def converse(ws: WebSocket, turns: Turns, on_message, on_error, on_idle) -> None:
+    async def end(turns: Turns, send: Sender, reason: str) -> None:
+        """Every turn spoken to its end, then the socket closes."""
+        await turns.drain()
+        await send.close(1000, reason)
+
+    async def converse(ws: WebSocket, send: Sender, turns: Turns, sink, on_message, idle_code: str) -> None:
         """Reads the client's messages until it closes, goes away or idles; every turn ends with it."""
+        on_error = sink.error
+
+        async def on_idle() -> None:
+            await on_error(idle_code, f"no message for {settings.idle_timeout_s:g} s: what was sent is spoken, "
+                                      "then the socket closes")
+            await end(turns, send, "idle")
         watch = asyncio.create_task(run_idle_watch(turns, settings.idle_timeout_s, on_idle))
         try:
             while True:
@@ -186,20 +197,13 @@ def add_live_sockets(app: FastAPI, service: LiveService, voices: "VoiceBook", ch
             elif kind == "cancel":
                 await send.json({"type": "cancelled", "turns": await turns.cancel()})
             elif kind == "close":
-                await turns.drain()
-                await send.close(1000, "closed by the client")
+                await end(turns, send, "closed by the client")
                 return False
             else:
                 await sink.error("unknown_type", f"unknown message type {kind!r}: text, flush, cancel or close")
             return True
 
-        async def on_idle() -> None:
-            await sink.error("idle_timeout", f"no message for {settings.idle_timeout_s:g} s: what was sent is spoken, "
-                                             "then the socket closes")
-            await turns.drain()
-            await send.close(1000, "idle")
-
-        await converse(ws, turns, on_message, sink.error, on_idle)
+        await converse(ws, send, turns, sink, on_message, "idle_timeout")
 
     # ---- Deepgram's shape ---------------------------------------------------------------------
     def deepgram_checks(query: DeepgramQuery) -> None:
@@ -238,19 +242,13 @@ def add_live_sockets(app: FastAPI, service: LiveService, voices: "VoiceBook", ch
                 await turns.cancel()
                 await send.json({"type": "Cleared", "sequence_id": sink.sequence})
             elif kind == "Close":
-                await turns.drain()
-                await send.close(1000, "closed by the client")
+                await end(turns, send, "closed by the client")
                 return False
             else:
                 await sink.error("UNKNOWN_MESSAGE", f"unknown message type {kind!r}: Speak, Flush, Clear or Close")
             return True
 
-        async def on_idle() -> None:
-            await sink.error("IDLE_TIMEOUT", f"no message for {settings.idle_timeout_s:g} s")
-            await turns.drain()
-            await send.close(1000, "idle")
-
-        await converse(ws, turns, on_message, sink.error, on_idle)
+        await converse(ws, send, turns, sink, on_message, "IDLE_TIMEOUT")
 
 
 class LiveSink:
