@@ -26,8 +26,8 @@ def add_parser(sub) -> None:
     sv.add_argument("--lexicon", action="append", default=None, help="pronunciation rules for every request")
     sv.add_argument("--request-timeout", type=float, default=300.0, help="seconds a request (or a live socket's turn) may run")
     sv.add_argument("--idle-timeout", type=float, default=30.0,
-                    help="seconds a live socket may send no text while a turn is open, or sit with no turn, "
-                         "before the server speaks what it has and closes it")
+                    help="seconds a live socket may send nothing while a turn is open before the server speaks "
+                         "what it has and closes it (between turns a socket may rest)")
     sv.add_argument("--max-frames", type=int, default=None,
                     help="frames a request may make at most (12.5 a second of audio; default: the model's runaway guard)")
     feed = sv.add_mutually_exclusive_group()

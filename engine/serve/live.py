@@ -209,12 +209,13 @@ class Turns:
 
 
 async def run_idle_watch(turns: Turns, idle_s: float, on_idle: Callable[[], Awaitable[None]]) -> None:
-    """Calls `on_idle` once when no message came and no audio went for `idle_s` seconds (a turn whose
-    audio is still being made is not idle)."""
+    """Calls `on_idle` once when a turn is open and no message came and no audio went for `idle_s`
+    seconds (the writer stalled mid-answer). Between turns a socket may rest as long as it likes, as
+    an agent's pooled connection does while its user speaks; WebSocket pings close dead ones."""
     while True:
         await asyncio.sleep(min(1.0, idle_s / 4))
-        if turns.busy and not turns.open_turn:
-            turns.last_activity = time.monotonic()   # (audio still coming: the client is listening)
+        if not turns.open_turn:
+            turns.last_activity = time.monotonic()
         if time.monotonic() - turns.last_activity >= idle_s:
             await on_idle()
             return

@@ -12,7 +12,7 @@ class ServerSettings:
     max_batch: int = 4
     max_queue: int = 16
     request_timeout_s: float = 300.0
-    idle_timeout_s: float = 30.0   # a live socket with no message and no audio going out that long is closed
+    idle_timeout_s: float = 30.0   # a live turn left open with no text and no audio going out that long ends
     max_body_bytes: int = 1 << 20
     wyoming: tuple[str, int] | None = None   # (host, port) of a Wyoming server beside the HTTP one
     cors_origins: list[str] = field(default_factory=list)   # web pages that may call the API (none: CORS off)

@@ -190,13 +190,14 @@ def test_refusals_name_what_is_wrong(server, engine):
     asyncio.run(talk())
 
 
-def test_idle_socket_speaks_what_it_has_then_closes(engine):
+def test_a_stalled_turn_is_spoken_then_the_socket_closes(engine):
     running, app = serve(engine, idle_timeout_s=1.0)
 
     async def talk():
         async with websockets.connect(ws_url(running, "/v1/audio/speech/live", voice="vivian", seed=3),
                                       additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
             await ws.recv()
+            await asyncio.sleep(2.5)   # between turns a socket may rest (an agent's pool keeps it)
             await ws.send(json.dumps({"type": "text", "text": TEXT}))
             audio, messages = bytearray(), []
             t0 = time.perf_counter()
@@ -217,7 +218,7 @@ def test_idle_socket_speaks_what_it_has_then_closes(engine):
     assert kinds[0] == "turn.start" and "turn.end" in kinds
     assert any(m.get("code") == "idle_timeout" for m in messages)
     assert audio == whole(engine, TEXT, seed=3)   # (what was sent is spoken, whole)
-    assert seconds < 60 and app.state.admission.admitted == 0
+    assert 1.0 <= seconds < 60 and app.state.admission.admitted == 0
 
 
 def test_full_server_refuses_the_handshake_with_retry_after(engine):
