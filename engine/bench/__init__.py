@@ -16,14 +16,14 @@ def main_bench(args) -> int:
                               progress=not args.quiet, ggml_lib=args.ggml_lib)
     elif args.serve:
         from .serve import bench_serve
-        result = bench_serve(tuple(args.clients), size=args.size, out_type=args.type,
+        result = bench_serve(tuple(args.clients or [1, 2, 4, 8]), size=args.size, out_type=args.type,
                              decoder_type=args.decoder_type or "f16", frames=frames_cap or 100, threads=args.threads,
                              runs=args.runs, model_path=args.model, progress=not args.quiet)
-    elif args.live:
-        from .live import bench_live
-        result = bench_live(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
-                            words_per_s=args.words_per_s, frames=frames_cap or 120, threads=args.threads,
-                            runs=args.runs, model_path=args.model, progress=not args.quiet)
+    elif args.agent:
+        from .agent import bench_agent
+        result = bench_agent(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
+                             rates=tuple(args.rates), counts=tuple(args.clients or [1, 4]), frames=frames_cap or 120,
+                             threads=args.threads, runs=args.runs, model_path=args.model, progress=not args.quiet)
     elif args.long:
         from .long import bench_long
         result = bench_long(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",

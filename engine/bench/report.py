@@ -62,16 +62,18 @@ def summary(result: dict) -> str:
                      f"{result['ttfa_vs_one_sentence']:.2f}x that of the first sentence alone "
                      f"({result['one_sentence_ttfa_ms']:.0f} ms); medians of {result['runs']} alternating round(s)")
         return "\n".join(lines)
-    if stage == "live":
-        lines[0] += (f", {result['type']}; an answer of {result['words']} words written at {result['words_per_s']:g} "
-                     f"words/s ({result['writing_s']:.1f} s), {result['frames']} frames")
-        rows = [[mode, f"{d['ttfa_s'] * 1000:.0f}", f"{d['end_s']:.1f}", f"{d['audio_s']:.1f}"]
-                for mode, d in result["modes"].items()]
-        lines += _table(["spoken", "first audio ms", "last audio s", "audio s"], rows)
+    if stage == "agent":
+        lines[0] += f", {result['type']}; an answer of {result['answer_tokens']} tokens, {result['frames']} frames"
+        rows = [[f"{d['rate_tokens_per_s']:g}" if d["rate_tokens_per_s"] else "burst", d["sockets"], d["mode"],
+                 f"{d['ttfa_p50_s'] * 1000:.0f}", f"{d['ttfa_p95_s'] * 1000:.0f}",
+                 f"{d['stalls_per_socket']} / {d['stall_ms_per_socket']:.0f}", f"{d['audio_s_per_wall_s']:.2f}"]
+                for d in result["cases"]]
+        lines += _table(["tokens/s", "sockets", "spoken", "first audio p50 ms", "p95 ms", "stalls / ms", "audio s per s"],
+                        rows)
         w = result["waiting"]
         lines.append(f"one stream {w['ms_per_frame_alone']:.1f} ms per frame alone, "
-                     f"{w['ms_per_frame_beside_waiting']:.1f} beside {w['waiting_streams']} waiting live streams "
-                     f"({w['ratio']:.2f}x); medians of {result['runs']} alternating round(s), times from the first word")
+                     f"{w['ms_per_frame_beside_waiting']:.1f} beside {w['waiting_streams']} waiting live turns "
+                     f"({w['ratio']:.2f}x); {result['runs']} round(s), times from the first word written")
         return "\n".join(lines)
     if stage == "serve":
         lines[0] += f", {result['type']}; {result['frames']} frames per request, streamed as pcm"

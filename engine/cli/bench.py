@@ -42,13 +42,14 @@ def add_parser(sub) -> None:
     b.add_argument("--serve", action="store_true",
                    help="the speech server on loopback with --clients concurrent streaming clients: p50/p95 TTFA "
                         "and aggregate throughput per count (--frames each, default 100)")
-    b.add_argument("--live", action="store_true",
-                   help="an LLM's answer written a word at a time, spoken through the live socket, a request per "
-                        "sentence and one whole request: time to first audio from the first word; and what a "
-                        "waiting live stream costs the others")
-    b.add_argument("--words-per-s", type=float, default=8.0, help="how fast the answer is written, for --live")
-    b.add_argument("--clients", type=batch_sizes, default=[1, 2, 4, 8], metavar="N,N,...",
-                   help="client counts for --serve")
+    b.add_argument("--agent", action="store_true",
+                   help="language models writing an answer at --rates tokens/s to --clients sockets at once, spoken "
+                        "live and a request per sentence side by side: first audio, stalls, throughput; and what a "
+                        "waiting live turn costs the others")
+    b.add_argument("--rates", type=lambda v: [float(x) for x in v.split(",") if x.strip()], default=[10, 30, 100, 0],
+                   metavar="R,R,...", help="tokens a second the answer is written at, for --agent (0: all at once)")
+    b.add_argument("--clients", type=batch_sizes, default=None, metavar="N,N,...",
+                   help="client counts for --serve (default 1,2,4,8) and --agent (default 1,4)")
     b.add_argument("--size", choices=SIZES, default="0.6b", help="random model to make and measure")
     b.add_argument("--frames", type=int, default=None,
                    help="frames per utterance (default 50; with --long a cap per chunk, default none)")
