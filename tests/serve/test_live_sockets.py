@@ -277,3 +277,20 @@ def test_livekit_deepgram_plugin_unchanged_speaks_each_reply_as_one_utterance(se
     assert reused == [False, True]   # (both replies on one socket: two turns)
     for reply, audio in zip(replies, got):   # (its word tokenizer sends each word with a space after it)
         assert len(audio) == FRAMES * 1920 * 2 and audio == whole(engine, reply + " ")
+
+
+def test_bench_agent_reports_both_ways_side_by_side(tmp_path):
+    from support.commands import kazeia
+    out = tmp_path / "agent.json"
+    r = kazeia("bench", "--agent", "--model", "demo", "--frames", "8", "--rates", "100,0", "--clients", "1",
+               "-q", "--json", str(out), timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["stage"] == "agent" and result["answer_tokens"] > 0
+    cases = {(c["rate_tokens_per_s"], c["mode"]): c for c in result["cases"]}
+    assert set(cases) == {(100, "live"), (100, "sentences"), (None, "live"), (None, "sentences")}
+    for case in cases.values():
+        assert 0 < case["ttfa_p50_s"] <= case["ttfa_p95_s"] < 60 and case["audio_s_per_wall_s"] > 0
+        assert case["stalls_per_socket"] >= 0
+    assert result["waiting"]["ms_per_frame_alone"] > 0 and result["waiting"]["ratio"] > 0
+    assert "live" in r.stdout and "sentences" in r.stdout
