@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
-from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 
 from kazeia.engine import Engine, SamplingParams  # noqa: E402
