@@ -25,6 +25,7 @@ from ..synthesis import Engine
 from ..text.sentences import split_sentences
 from ..threads import available_cores, default_threads
 from .models import model_path_for
+from .serve import percentile
 
 ANSWER = ("Sure, here is the short version. The train leaves at nine from platform four, and the trip takes "
           "about two hours. Bring a jacket, because the mountains are cold in the evening.")
@@ -139,11 +140,6 @@ def sentences_client(url: str, pieces, voice: str, frames: int, tokens: int, eng
     return {"arrivals": arrivals, "end_s": time.perf_counter() - start}
 
 
-def _percentile(values: list[float], q: float) -> float | None:
-    ordered = sorted(v for v in values if v is not None)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else None
-
-
 def _until_still(engine: Engine, quiet_s: float = 0.3) -> None:
     """Until the batch worker has made no step for `quiet_s` (every session waits for text)."""
     batcher, last, since = engine._batcher, -1, time.perf_counter()
@@ -222,11 +218,12 @@ def bench_agent(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = 
         cost = waiting_cost(engine, voice, frames, max(1, most - 1), runs)
     rows = []
     for (rate, n, mode), rounds in measured.items():
-        ttfa = [t for x in rounds for t in x["ttfa_s"]]
+        ttfa = [t for x in rounds for t in x["ttfa_s"] if t is not None]
         stall_counts = [c for x in rounds for c, _ in x["stalls"]]
         stall_ms = [ms for x in rounds for _, ms in x["stalls"]]
         rows.append({"rate_tokens_per_s": rate or None, "sockets": n, "mode": mode,
-                     "ttfa_p50_s": _percentile(ttfa, 0.5), "ttfa_p95_s": _percentile(ttfa, 0.95),
+                     "ttfa_p50_s": percentile(ttfa, 0.5) if ttfa else None,
+                     "ttfa_p95_s": percentile(ttfa, 0.95) if ttfa else None,
                      "stalls_per_socket": median_low(stall_counts), "stall_ms_per_socket": median_low(stall_ms),
                      "audio_s_per_wall_s": median_low([x["audio_s"] / x["wall_s"] for x in rounds])})
     return {"stage": "agent", "model": str(path), "size": engine.info.size_label, "type": engine.info.file_type,

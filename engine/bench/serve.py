@@ -17,7 +17,7 @@ from ..threads import available_cores, default_threads
 from .models import model_path_for
 
 
-def _percentile(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
@@ -65,8 +65,8 @@ def _per_count(rounds: dict[int, list[dict]], runs: int) -> dict:
     for n, measured in rounds.items():
         ttfa = [t for x in measured for t in x["ttfa_s"]]
         by_count[str(n)] = {"throughput": median_low([x["throughput"] for x in measured]),
-                            "ttfa_p50_s": _percentile(ttfa, 0.5) if ttfa else None,
-                            "ttfa_p95_s": _percentile(ttfa, 0.95) if ttfa else None,
+                            "ttfa_p50_s": percentile(ttfa, 0.5) if ttfa else None,
+                            "ttfa_p95_s": percentile(ttfa, 0.95) if ttfa else None,
                             "lost": sum(x["lost"] for x in measured), "requests": n * runs}
     one = by_count["1"]["throughput"]
     for d in by_count.values():

@@ -62,6 +62,13 @@ class Admission:
             self.admitted -= 1
             self._seconds.append(seconds)
 
+    def full(self) -> ApiError:
+        """The answer to a request beyond the limit: 429 with a Retry-After (the HTTP API, the live
+        sockets' handshake and their turns say the same)."""
+        wait = self.retry_after()
+        return ApiError(429, f"the server is full ({self.limit} requests running or waiting); retry in {wait} s",
+                        None, "server_busy", headers={"Retry-After": str(wait)})
+
     def retry_after(self) -> int:
         """Seconds until a slot is likely free: a recent request's typical length."""
         recent = sorted(self._seconds)
@@ -187,9 +194,7 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
                                 "models do)", "instructions", "unsupported_value")
         if not admission.enter():
             metrics.requests.labels("rejected").inc()
-            wait = admission.retry_after()
-            raise ApiError(429, f"the server is full ({admission.limit} requests running or waiting); retry in "
-                                f"{wait} s", None, "server_busy", headers={"Retry-After": str(wait)})
+            raise admission.full()
         metrics.occupancy(admission.admitted, settings.max_batch)
         rid = "speech-" + uuid.uuid4().hex[:12]
         job = SpeechJob(engine, req.input, voice, req.language, req.instructions, req.sampling(engine, settings.max_frames),

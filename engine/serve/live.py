@@ -61,7 +61,7 @@ class TurnSink(Protocol):
 class LiveService:
     """What every connection shares: the server's engine, limits and its per-request bookkeeping."""
     engine: "Engine"
-    admission: object          # app.Admission
+    admission: object          # app.Admission (enter, leave, full, limit)
     settings: "ServerSettings"
     finish: Callable[[SpeechJob, str, str], None]   # the request's log line, metrics, admission.leave
     rejected: Callable[[], None]                    # counts a turn refused for a full server
@@ -84,11 +84,6 @@ class Turns:
         self._in_flight: list[_Turn] = []        # turns whose audio is not all sent (in order)
         self._count = 0
         self.last_activity = time.monotonic()    # (a message in or audio out: the idle limit's clock)
-
-    @property
-    def busy(self) -> bool:
-        """A turn is open or still has audio to send."""
-        return self._open is not None or any(t.pump is not None and not t.pump.done() for t in self._in_flight)
 
     @property
     def open_turn(self) -> bool:
@@ -156,8 +151,7 @@ class Turns:
         service = self._service
         if not service.admission.enter():
             service.rejected()
-            await self._sink.error("server_busy", f"the server is full ({service.admission.limit} requests running "
-                                                  "or waiting): this turn is not spoken; try again")
+            await self._sink.error("server_busy", f"{service.admission.full().message}: this turn is not spoken")
             return turn
         job = LiveJob(service.engine, "", self._voice, self._language, self._instruct, self._sampling)
         try:
@@ -170,17 +164,20 @@ class Turns:
         previous = self._in_flight[-1].pump if self._in_flight else None
         self._in_flight = [t for t in self._in_flight if t.pump is not None and not t.pump.done()]
         self._in_flight.append(turn)
-        turn.pump = asyncio.create_task(self._pump(turn, previous))
+        turn.pump = asyncio.create_task(self._pump(turn, job, previous))
         return turn
 
     async def _refuse(self, turn: _Turn, code: str, message: str) -> None:
+        """The turn stops (its pump ends it); the rest of its text is dropped until the flush, so one
+        refusal is said once, not at every later write."""
         if turn.job is not None:
             turn.job.cancel()
+            turn.job = None
         await self._sink.error(code, message)
 
-    async def _pump(self, turn: _Turn, previous: asyncio.Task | None) -> None:
+    async def _pump(self, turn: _Turn, job: LiveJob, previous: asyncio.Task | None) -> None:
         """The turn's audio, after the turn before it has sent all of its own."""
-        job, service, outcome = turn.job, self._service, "error"
+        service, outcome = self._service, "error"
         limit = service.settings.request_timeout_s
         try:
             if previous is not None:

@@ -115,9 +115,7 @@ def add_live_sockets(app: FastAPI, service: LiveService, voices: "VoiceBook", ch
             checks(query)
             if service.admission.admitted >= service.admission.limit:
                 service.rejected()
-                wait = service.admission.retry_after()
-                raise ApiError(429, f"the server is full ({service.admission.limit} requests running or waiting); "
-                                    f"retry in {wait} s", None, "server_busy", headers={"Retry-After": str(wait)})
+                raise service.admission.full()
         except ApiError as e:
             await deny(ws, e)
             return None
