@@ -297,15 +297,14 @@ class LongStream:
         timings = Timings(frame_seconds=1 / self._engine.info.frame_rate)
         frames_before, chunk_index = 0, 0
         try:
-            for piece in self.composition.pieces:
-                if not isinstance(piece, PlannedChunk):
+            for piece, stream in self._in_order():
+                if stream is None:
                     self._assembler.pause(piece)
                     self._fed.append(piece)
                     continue
-                stream = self._streams[chunk_index]
                 for part in stream:
-                    if chunk_index == 0 and len(self._streams) == 1 and not self._cancelled:
-                        self._streams += [self._engine.submit(r, self._batcher) for r in self._requests[1:]]
+                    if chunk_index == 0:
+                        self._first_audio()
                     audio = self._assembler.audio(part.audio)
                     t = part.timings
                     running = replace(timings, talker_ms=timings.talker_ms + t.talker_ms,
@@ -317,7 +316,7 @@ class LongStream:
                     running.ttfa_ms, running.total_ms = timings.ttfa_ms, 1000 * (time.perf_counter() - self._start)
                     yield Chunk(audio, frames_before + part.first_frame, part.frames, running)
                 result = stream.wait()
-                self.takes.append(ChunkTake(piece, result))
+                self.takes.append(ChunkTake(self._planned(piece), result))
                 self._fed.append(result.audio)
                 t = result.timings
                 timings.talker_ms += t.talker_ms
@@ -340,6 +339,20 @@ class LongStream:
         finally:
             if self.result is None:   # a failure, or a consumer that stopped iterating: nothing left running
                 self.cancel()
+
+    def _in_order(self) -> Iterator[tuple[PlannedChunk | float, object]]:
+        """The take's pieces in order, each chunk with its stream (a pause with None)."""
+        streams = iter(range(len(self._requests)))
+        for piece in self.composition.pieces:
+            yield (piece, self._streams[next(streams)]) if isinstance(piece, PlannedChunk) else (piece, None)
+
+    def _first_audio(self) -> None:
+        """The first chunk has been heard: the others join its batch."""
+        if len(self._streams) == 1 and not self._cancelled:
+            self._streams += [self._engine.submit(r, self._batcher) for r in self._requests[1:]]
+
+    def _planned(self, piece: PlannedChunk) -> PlannedChunk:
+        return piece
 
     def _finish(self, timings: Timings) -> None:
         pieces = self._fed

@@ -25,7 +25,7 @@ from .speech_decoder import SpeechDecoder
 from .threads import ThreadPolicy, check_threads, default_threads
 
 if TYPE_CHECKING:
-    from .text_stream import TextStream
+    from .streamed_take import StreamedTake
 
 FRAMES_PER_TOKEN = 16      # slow, emotional speech stays far below this (normal speech: ~4)
 HEADROOM_FRAMES = 100      # 8 s on top, for short texts
@@ -316,13 +316,15 @@ class Engine:
 
     def open_text_stream(self, *, speaker: str | None = None, language: str | None = "auto",
                          instruct: str | None = None, voice: Voice | None = None,
-                         sampling: SamplingParams | None = None, decode_every: int = DECODE_EVERY) -> "TextStream":
-        """Speech of a text still being written, one utterance: write(delta) as it comes, close() at
-        the end, iterate for audio chunks (engine/text_stream.py). The audio is that of the whole
-        text given to stream(..., streaming_text=True, one_prompt=True), bit for bit."""
-        from .text_stream import TextStream
-        return TextStream(self, speaker=speaker, language=language, instruct=instruct, voice=voice,
-                          sampling=sampling, decode_every=decode_every, max_tokens=MAX_TEXT_TOKENS)
+                         sampling: SamplingParams | None = None, decode_every: int = DECODE_EVERY) -> "StreamedTake":
+        """Speech of a text still being written: write(delta) as it comes, close() at the end,
+        iterate for audio chunks (engine/streamed_take.py). The codes and audio are those of the
+        whole text (less its leading white space) given to take(Request(text, ...,
+        streaming_text=True)), bit for bit: one utterance while the text is one prompt, else its
+        chunks as the long-text front end plans them, each begun as soon as its words are known."""
+        from .streamed_take import StreamedTake
+        return StreamedTake(self, speaker=speaker, language=language, instruct=instruct, voice=voice,
+                            sampling=sampling, decode_every=decode_every, max_tokens=MAX_TEXT_TOKENS)
 
     def take(self, request: Request, *, lexicon=None, join=None, chunk_seeds: dict[int, int] | None = None,
              decode_every: int = DECODE_EVERY):

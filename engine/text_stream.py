@@ -54,10 +54,19 @@ class TextStream:
                 self._start = time.perf_counter()   # (time to first audio counts from the first text)
             self._send(self._text.push(delta))
 
-    def close(self) -> None:
-        """The end of the text: the rest is spoken, then the utterance ends."""
+    def offer(self, known: str, ahead: str) -> None:
+        """For a text whose end is not decided yet (a chunk of a live take): it is `known`, ended
+        there or going on as `ahead` goes (StreamedText.offer); close(text) gives all of it."""
         with self._lock:
-            ids = self._text.close()
+            if not self._start:
+                self._start = time.perf_counter()
+            self._send(self._text.offer(known, ahead))
+
+    def close(self, text: str | None = None) -> None:
+        """The end of the text (`text`: all of it, after offer): the rest is spoken, then the
+        utterance ends."""
+        with self._lock:
+            ids = self._text.close(text)
             if not self._text.text.strip():   # (as a whole text: refused, and nothing is spoken)
                 if self._audio is not None:
                     self._audio.cancel()

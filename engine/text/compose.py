@@ -88,65 +88,92 @@ def compose(text: str, *, default: Cast, language: str = "auto", cast: dict[str,
     """`text` as a plan. `default`: the request's own voice; `cast`: the names [voice=NAME] and
     dialogue turns may use; `languages`: the model's (checked for [lang=...]); `count_tokens`: the
     model tokenizer's count, for the budget."""
-    pauses.validate()
-    budget.validate()
-    cast = dict(cast or {})
-    by_fold = {name.casefold(): name for name in cast}
-    known_languages = {lang.lower() for lang in languages}
     if not text.strip():
         raise ValueError("the text is empty: nothing to say")
-    pieces: list = []
-    pending_pause: float | None = None   # the next join's silence, if markup said so
-    paragraph = 0
-    for item in parse(text, cast.keys()):
+    planner = _Planner(default, language, cast, languages, lexicon, budget, pauses, seed, count_tokens)
+    for item in parse(text, planner.cast.keys()):
+        planner.add(item)
+    return planner.finish()
+
+
+class _Planner:
+    """The plan built item by item (compose), or up to what is settled (compose_open)."""
+
+    def __init__(self, default: Cast, language: str, cast: dict[str, Cast] | None, languages, lexicon: Lexicon | None,
+                 budget: Budget, pauses: Pauses, seed: int, count_tokens: Callable[[str], int] | None):
+        pauses.validate()
+        budget.validate()
+        self.default, self.language, self.lexicon, self.budget, self.pauses = default, language, lexicon, budget, pauses
+        self.seed, self.count_tokens = seed, count_tokens
+        self.cast = dict(cast or {})
+        self.by_fold = {name.casefold(): name for name in self.cast}
+        self.known_languages = {lang.lower() for lang in languages}
+        self.pieces: list = []
+        self.pending_pause: float | None = None   # the next join's silence, if markup said so
+        self.paragraph = 0
+
+    def add(self, item, sentences: list[str] | None = None) -> None:
+        """One parsed item; `sentences`: a Speech item's sentences, when not all of its own."""
         if isinstance(item, Pause):
-            pending_pause = (pending_pause or 0.0) + item.ms
-            continue
+            self.pending_pause = (self.pending_pause or 0.0) + item.ms
+            return
         if isinstance(item, Paragraph):
-            paragraph += 1
-            if pieces and pending_pause is None:
-                pending_pause = pauses.paragraph_ms
-            continue
-        voice_name, chosen = _voice_of(item, by_fold, cast, default)
-        lang = _language_of(item, language, known_languages)
-        for piece in pack(split_sentences(item.text, lang), budget, count_tokens):
-            if pieces:
-                _add_pause(pieces, pauses.sentence_ms if pending_pause is None else pending_pause)
-            pending_pause = None
-            index = sum(isinstance(p, PlannedChunk) for p in pieces)
-            # a lexicon's voice scope: the name the text used, else the request's speaker
-            spoken, rewrites = (lexicon.apply(piece, lang, voice_name or chosen.speaker) if lexicon is not None
-                                else (piece, []))
-            pieces.append(PlannedChunk(index, spoken, piece, item.at, voice_name, chosen, lang,
-                                       chunk_seed(seed, index), rewrites, paragraph))
-    if pending_pause and pieces:   # a pause the text ends with is kept (a take may be followed by another)
-        _add_pause(pieces, pending_pause)
-    if not any(isinstance(p, PlannedChunk) for p in pieces):
-        raise ValueError("the text has markup but no words to say")
-    return Composition(pieces)
+            self.paragraph += 1
+            if self.pieces and self.pending_pause is None:
+                self.pending_pause = self.pauses.paragraph_ms
+            return
+        voice_name, chosen = self.voice_of(item)
+        lang = self.language_of(item)
+        if sentences is None:
+            sentences = split_sentences(item.text, lang)
+        for piece in pack(sentences, self.budget, self.count_tokens):
+            self.add_chunk(item, piece, voice_name, chosen, lang)
+
+    def add_chunk(self, item: Speech, piece: str, voice_name: str | None, chosen: Cast, lang: str,
+                  rewrite: bool = True) -> PlannedChunk:
+        self.add_pause()
+        index = sum(isinstance(p, PlannedChunk) for p in self.pieces)
+        # a lexicon's voice scope: the name the text used, else the request's speaker
+        spoken, rewrites = (self.lexicon.apply(piece, lang, voice_name or chosen.speaker)
+                            if self.lexicon is not None and rewrite else (piece, []))
+        chunk = PlannedChunk(index, spoken, piece, item.at, voice_name, chosen, lang, chunk_seed(self.seed, index),
+                             rewrites, self.paragraph)
+        self.pieces.append(chunk)
+        return chunk
+
+    def add_pause(self) -> None:
+        """The silence before the next chunk: the markup's, else a sentence's (none before the first)."""
+        if self.pieces:
+            _add_pause(self.pieces, self.pauses.sentence_ms if self.pending_pause is None else self.pending_pause)
+        self.pending_pause = None
+
+    def finish(self) -> Composition:
+        if self.pending_pause and self.pieces:   # a pause the text ends with is kept (a take may be followed by another)
+            _add_pause(self.pieces, self.pending_pause)
+        if not any(isinstance(p, PlannedChunk) for p in self.pieces):
+            raise ValueError("the text has markup but no words to say")
+        return Composition(self.pieces)
+
+    def voice_of(self, item: Speech) -> tuple[str | None, Cast]:
+        if item.voice is None:
+            return None, self.default
+        name = self.by_fold.get(item.voice.casefold())
+        if name is None:
+            at = item.voice_at or item.at
+            known = ", ".join(sorted(self.cast)) or "none (give the request a cast)"
+            raise MarkupError(at.line, at.column, f"unknown voice {item.voice!r}; the names this text may use: {known}")
+        return name, self.cast[name]
+
+    def language_of(self, item: Speech) -> str:
+        if item.language is None:
+            return (self.language or "auto").lower()
+        if self.known_languages and item.language != "auto" and item.language not in self.known_languages:
+            at = item.language_at or item.at
+            raise MarkupError(at.line, at.column, f"unknown language {item.language!r}; the model speaks: auto, "
+                                                  f"{', '.join(sorted(self.known_languages))}")
+        return item.language
 
 
 def _add_pause(pieces: list, ms: float) -> None:
     if ms > 0:
         pieces.append(float(ms))
-
-
-def _voice_of(item: Speech, by_fold: dict, cast: dict, default: Cast) -> tuple[str | None, Cast]:
-    if item.voice is None:
-        return None, default
-    name = by_fold.get(item.voice.casefold())
-    if name is None:
-        at = item.voice_at or item.at
-        known = ", ".join(sorted(cast)) or "none (give the request a cast)"
-        raise MarkupError(at.line, at.column, f"unknown voice {item.voice!r}; the names this text may use: {known}")
-    return name, cast[name]
-
-
-def _language_of(item: Speech, language: str, known: set[str]) -> str:
-    if item.language is None:
-        return (language or "auto").lower()
-    if known and item.language != "auto" and item.language not in known:
-        at = item.language_at or item.at
-        raise MarkupError(at.line, at.column, f"unknown language {item.language!r}; the model speaks: auto, "
-                                              f"{', '.join(sorted(known))}")
-    return item.language

@@ -7,7 +7,9 @@ NFC-normalized as the tokenizer normalizes it. Whatever the split and timing of 
 handed out, then those at close, are exactly the whole text's (prompt.PromptBuilder's body)."""
 from __future__ import annotations
 
+import re
 import unicodedata
+from functools import reduce
 
 from ..text_tokenizer import SPLITS, TextTokenizer, _split
 
@@ -38,12 +40,36 @@ class StreamedText:
         self._stable = stable
         return self._hand_out(self._tok.encode(_BEFORE + stable)[_ROLE_TOKENS:])
 
-    def close(self) -> list[int]:
-        """The end of the text: every id not handed out yet."""
+    def offer(self, known: str, ahead: str) -> list[int]:
+        """For a text whose end is not decided yet (a live take's chunk, engine/streamed_take.py):
+        it is `known` (which starts with what was known before), ended there or going on as `ahead`
+        goes, ending anywhere in it or after it. Returns the ids final in every one of those."""
+        if self.closed:
+            raise ValueError("the text is closed: start a new one for the next turn")
+        if not known:
+            return []
+        near = re.match(r"\s*\S*\s*\S*", ahead)[0]   # (two words on: enough to see known's last ids)
+        endings = [self._ids(known + near[:j]) for j in range(len(near) + 1)]
+        self.text = known + near
+        going_on = self._stable_prefix()
+        endings.append(self._tok.encode(_BEFORE + going_on)[_ROLE_TOKENS:] if going_on else [])
+        self.text = known   # (what close() speaks unless told more)
+        final = reduce(_common_start, endings)
+        return self._hand_out(final) if len(final) > len(self._given) else []
+
+    def close(self, text: str | None = None) -> list[int]:
+        """The end of the text (`text`: all of it, for a text given by offer): every id not handed
+        out yet."""
+        if text is not None:
+            self.text = text
         self.closed = True
         if not self.text:
             return []
-        return self._hand_out(self._tok.encode(_BEFORE + self.text + _AFTER)[_ROLE_TOKENS:-_END_TOKENS])
+        return self._hand_out(self._ids(self.text))
+
+    def _ids(self, text: str) -> list[int]:
+        """The ids of `text` as the whole of a prompt's text."""
+        return self._tok.encode(_BEFORE + text + _AFTER)[_ROLE_TOKENS:-_END_TOKENS]
 
     @property
     def given(self) -> list[int]:
@@ -68,3 +94,10 @@ class StreamedText:
         new = ids[n:]
         self._given.extend(new)
         return new
+
+
+def _common_start(a: list[int], b: list[int]) -> list[int]:
+    same = 0
+    while same < min(len(a), len(b)) and a[same] == b[same]:
+        same += 1
+    return a[:same]

@@ -165,8 +165,55 @@ def test_a_waiting_stream_has_its_frames_decoded_while_the_writer_thinks(convert
         if engine._batcher.steps != steps:
             steps, still_since = engine._batcher.steps, time.perf_counter()
         time.sleep(0.02)
-    made = written._audio.frames_seen
+    made = written._streams[0]._audio.frames_seen
     time.sleep(0.2)
     assert 1 < made < 64 and sum(heard) == made
     written.cancel()
     listener.join(30)
+
+
+LONG_ANSWER = ("Sure, here is the plan for tomorrow. [pause:300ms] We meet at 10:30, then walk to the old harbour; "
+               "the boats leave at noon.\n\nIn the afternoon, if the weather holds, we take the ferry across the bay "
+               "and come back before dark.")
+
+
+@pytest.mark.slow
+def test_a_long_answer_written_as_it_is_spoken_is_the_whole_texts_take(converted):
+    """Engine.open_text_stream on an answer the long-text front end cuts into chunks (a pause tag, a
+    paragraph): each chunk begins as soon as its words are known, and the take equals
+    Engine.take(the whole text, streaming_text=True), chunks, seeds, pauses, audio, bit for bit,
+    with another stream in the batch and the deltas at random moments."""
+    import threading
+    import time
+
+    from kazeia.engine import Engine, open_model
+    from kazeia.engine.requests import Request
+    engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=4)
+    sampling = SamplingParams.from_model(engine.info, seed=11)
+    whole = engine.take(Request(LONG_ANSWER, speaker="vivian", sampling=sampling, streaming_text=True))
+    whole_result = whole.wait(300)
+    assert len(whole.composition.chunks) == 3
+    rng = np.random.default_rng(5)
+    cuts = sorted(set(rng.integers(1, len(LONG_ANSWER), size=40).tolist()))
+    deltas = [" " + LONG_ANSWER[:cuts[0]]] + [LONG_ANSWER[a:b] for a, b in zip(cuts, [*cuts[1:], len(LONG_ANSWER)])]
+    written = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=11))
+    beside = engine.stream("A neighbour in the same batch.", speaker="ryan",
+                           sampling=SamplingParams.from_model(engine.info, seed=9))
+    begun = []
+
+    def write() -> None:
+        for delta in deltas:
+            time.sleep(float(rng.uniform(0, 0.03)))
+            written.write(delta)
+            begun.append(len(written._streams))
+        written.close()
+    writer = threading.Thread(target=write)
+    writer.start()
+    chunks = list(written)
+    writer.join(60)
+    got = written.wait(300)
+    beside.wait(120)
+    assert begun[-1] == 3 and written.composition.pieces == whole.composition.pieces
+    assert [t.plan.text for t in written.takes] == [t.plan.text for t in whole.takes]
+    assert np.array_equal(np.concatenate([c.audio for c in chunks]), got.audio)
+    assert np.array_equal(got.codes, whole_result.codes) and np.array_equal(got.audio, whole_result.audio)
