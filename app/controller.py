@@ -251,7 +251,8 @@ def _take(worker: _Worker, job: Job, request: TakeRequest) -> TakeOutcome:
 
 
 def _typed_take(worker: _Worker, job: Job, request: TakeRequest) -> TakeOutcome:
-    """A take whose text is typed while it is spoken (Engine.open_text_stream): one utterance."""
+    """A take whose text is typed while it is spoken (Engine.open_text_stream): the take the whole
+    text would be, its chunks begun as their words are known."""
     engine = worker.require_engine()
     ran = worker.apply(request.placement, request.threads)
     voice = load_voice(request.voice_profile, engine.model) if request.voice_profile else None
@@ -268,7 +269,7 @@ def _typed_take(worker: _Worker, job: Job, request: TakeRequest) -> TakeOutcome:
     if stream.result is None:
         raise ValueError("nothing was typed" if not job.cancelled.is_set() else "stopped before any text")
     ran.peak_memory_mb = peak_rss_mb()
-    return TakeOutcome(stream.result, ran, [], stream.text)
+    return TakeOutcome(stream.result, ran, stream.takes, stream.text)
 
 
 def _script(worker: _Worker, job: Job, request: dict):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Iterator
 
 from .cast import model_cast
@@ -35,7 +36,8 @@ class StreamedTake(LongStream):
     LongStream), cancel() to stop within a frame; `result` once it has ended."""
 
     def __init__(self, engine: "Engine", *, speaker: str | None, language: str | None, instruct: str | None,
-                 voice: "Voice | None", sampling: SamplingParams | None, decode_every: int, max_tokens: int):
+                 voice: "Voice | None", sampling: SamplingParams | None, decode_every: int, max_tokens: int,
+                 lexicon=None):
         self._engine = engine
         self._sampling = sampling or SamplingParams.from_model(engine.info)
         self._sampling.validate()
@@ -45,8 +47,10 @@ class StreamedTake(LongStream):
                               streaming_text=True, first_ids=[engine._prompts.text["tts_eos"]])
         self._compose_args = dict(default=Cast(speaker=speaker, instruct=instruct, voice=voice),
                                   language=language or "auto", cast=model_cast(engine.model),
-                                  languages=engine.info.languages, lexicon=None, budget=Budget(), pauses=Pauses(),
-                                  seed=self._sampling.seed, count_tokens=engine.count_text_tokens)
+                                  languages=engine.info.languages, lexicon=lexicon, budget=Budget(), pauses=Pauses(),
+                                  seed=self._sampling.seed,
+                                  # (the text is planned again at every delta: its pieces counted once)
+                                  count_tokens=lru_cache(maxsize=4096)(engine.count_text_tokens))
         self._text = ""
         self._pieces: list = []        # the take's pieces so far: PlannedChunk (final once settled), ms of silence
         self._settled = 0              # how many of them no later text can change

@@ -89,7 +89,7 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
             yield
             return
         from .wyoming_tts import WyomingService
-        service = WyomingService(app.state.live, voices, lexicon)
+        service = WyomingService(app.state.live, voices)
         wyoming = await service.start(*settings.wyoming)
         try:
             yield
@@ -161,7 +161,7 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
                       "ttfa_ms": job.ttfa_ms, "rtf": job.rtf if job.samples else None, "stage_ms": dict(job.stage_ms),
                       "outcome": outcome, "seconds": seconds})
 
-    live = LiveService(engine, admission, settings, finish, metrics.requests.labels("rejected").inc)
+    live = LiveService(engine, admission, settings, finish, metrics.requests.labels("rejected").inc, lexicon)
     app.state.live = live
     add_live_sockets(app, live, voices, check_key, takes_instructions)
 

@@ -1,8 +1,10 @@
 """Live speech for the server's sockets (Kazeia's own, the Deepgram-style one, Wyoming's streamed
-text): a connection speaks in turns, and each turn is one utterance of text that arrives while it is
-spoken (Engine.open_text_stream), a session of the engine's batcher that waits, stepping nothing,
-whenever it has read all the text so far. A turn's audio equals the whole text's given at once with
-streaming text, bit for bit. `Turns` is what every protocol shares: the text of the open turn, flush
+text): a connection speaks in turns, and each turn is a take of text that arrives while it is
+spoken (Engine.open_text_stream): one utterance while the text is one prompt, else the chunks the
+long-text front end plans, each a session of the engine's batcher that waits, stepping nothing,
+whenever it has read all its text so far. A turn's audio equals the whole text's as
+POST /v1/audio/speech makes it with streaming text (markup and the server's lexicon included), bit
+for bit. `Turns` is what every protocol shares: the text of the open turn, flush
 (the turn's text ends; its audio goes on, and the next text opens the next turn), cancel (every turn
 in flight stops within a frame), each turn admitted like one HTTP request and logged as one, its
 audio sent in turn order through the protocol's `TurnSink`."""
@@ -35,7 +37,7 @@ class LiveJob(SpeechJob):
         v = self.voice
         self._stream = self.engine.open_text_stream(
             speaker=v.speaker, language=self.language or "auto", voice=v.voice, sampling=self.sampling,
-            instruct=self.instruct if self.instruct is not None else v.instruct)
+            instruct=self.instruct if self.instruct is not None else v.instruct, lexicon=self.lexicon)
 
     def write(self, delta: str) -> None:
         self._stream.write(delta)
@@ -65,6 +67,7 @@ class LiveService:
     settings: "ServerSettings"
     finish: Callable[[SpeechJob, str, str], None]   # the request's log line, metrics, admission.leave
     rejected: Callable[[], None]                    # counts a turn refused for a full server
+    lexicon: object = None                          # the server's pronunciation rules (text.lexicon.Lexicon)
 
 
 @dataclass
@@ -153,7 +156,8 @@ class Turns:
             service.rejected()
             await self._sink.error("server_busy", f"{service.admission.full().message}: this turn is not spoken")
             return turn
-        job = LiveJob(service.engine, "", self._voice, self._language, self._instruct, self._sampling)
+        job = LiveJob(service.engine, "", self._voice, self._language, self._instruct, self._sampling,
+                      lexicon=service.lexicon)
         try:
             await anyio.to_thread.run_sync(job.start)
         except ValueError as e:   # (a language or instruction the model refuses)

@@ -1,5 +1,5 @@
-"""The server's WebSockets for text that arrives while it is spoken, each turn one utterance
-(live.py): Kazeia's own `/v1/audio/speech/live`, and `/v1/speak`, the shape of Deepgram's streaming
+"""The server's WebSockets for text that arrives while it is spoken, each turn the take the whole
+text would be (live.py): Kazeia's own `/v1/audio/speech/live`, and `/v1/speak`, the shape of Deepgram's streaming
 text-to-speech socket, which the Deepgram plugins of LiveKit Agents and Pipecat drive unchanged when
 pointed at Kazeia's address (docs/serving.md says why that one). Keys, voices, admission, metrics and
 the request log are the HTTP app's; a refused handshake is an HTTP answer (401, 404, 400, 429 with

@@ -1,8 +1,8 @@
 """Wyoming, the protocol Home Assistant speaks to local voice services: `describe` answers with the
 voices (each with the model's languages as codes, "en", "de", ...), `synthesize` with `audio-start`,
 16-bit 24 kHz `audio-chunk`s as they are made and `audio-stop`; a streamed text
-(`synthesize-start`, `-chunk`s, `-stop`, what an LLM answer gives) is one utterance spoken while it
-arrives (live.py: the audio of the whole text, bit for bit), then `synthesize-stopped`. The server's engine, voices and admission are the
+(`synthesize-start`, `-chunk`s, `-stop`, what an LLM answer gives) is spoken while it arrives
+(live.py: the audio of the whole text, bit for bit), then `synthesize-stopped`. The server's engine, voices and admission are the
 HTTP app's: Wyoming requests share its batches and its limits. A request that cannot be spoken gets an
 `error` event naming why; the connection stays open."""
 from __future__ import annotations
@@ -31,9 +31,9 @@ _ATTRIBUTION = Attribution(name="Kazeia", url="https://github.com/QwenLM/Qwen3-T
 class WyomingService:
     """What every connection's handler shares."""
 
-    def __init__(self, live: LiveService, voices: VoiceBook, lexicon=None):
+    def __init__(self, live: LiveService, voices: VoiceBook):
         engine, settings = live.engine, live.settings
-        self.live, self.engine, self.voices, self.admission, self.lexicon = live, engine, voices, live.admission, lexicon
+        self.live, self.engine, self.voices, self.admission, self.lexicon = live, engine, voices, live.admission, live.lexicon
         self.settings = settings   # (its frame cap and text feeding)
         model_name = settings.model_name
         self.on_finish = live.finish   # (job, request id, outcome): the server's log line and metrics

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from functools import reduce
+from functools import lru_cache, reduce
 
 from .compose import PlannedChunk, _Planner
 from .markup import parse
-from .sentences import _CLAUSE, _COMMA, Budget, _is_cjk, _join, pack, split_sentences
+from .sentences import _CLAUSE, _COMMA, Budget, _is_cjk, _join, language_code, pack, split_sentences
 
 _NEXT_WORD = "\ue000"   # (a private-use character: no text's own)
 
@@ -55,13 +55,14 @@ def compose_open(text: str, **compose_args) -> OpenPlan:
     # (the last word is whole: a space follows it, or a tag, which ends the words before it)
     word_done = written[-1].isspace() or text[len(written):len(written) + 1] == "["
     for item in items:
-        planner.add(item)
+        planner.add(item, _sentences(item.text, planner.language_of(item)) if hasattr(item, "text") else None)
     if not last.text:   # the text ends at a break: every chunk so far is settled
         return OpenPlan(list(planner.pieces), None)
     voice_name, chosen = planner.voice_of(last)
     lang = planner.language_of(last)
-    sentences = split_sentences(last.text, lang)
-    settled, growing, growing_at = _settled_sentences(last.text + (" " if word_done else ""), sentences, lang)
+    sentences = _sentences(last.text, lang)
+    settled, growing, growing_at = _settled_sentences(last.text + (" " if word_done else ""), sentences,
+                                                      _codes_possible(lang, last.text))
     stable = sentences[:settled]
     chunks = pack(stable, planner.budget, planner.count_tokens) if stable else []
     for piece in chunks[:-1]:
@@ -73,13 +74,22 @@ def compose_open(text: str, **compose_args) -> OpenPlan:
         ahead = _join(words, rest)[len(words):] if rest else ""
     else:
         words = _known_words(growing, planner.budget, planner.count_tokens)
-        # (after a mark, a part may end: what follows is joined to it by packing's spacing, not the text's)
-        ahead = last.text[growing_at + len(words):] if words[-1:].isalnum() else ""
+        ahead = _after_part(words, last.text[growing_at + len(words):])
     if not words or planner.lexicon is not None:
         return OpenPlan(settled, None)
     chunk = planner.add_chunk(last, words, voice_name, chosen, lang, rewrite=False)
     pause = planner.pieces[-2] if len(planner.pieces) > 1 and isinstance(planner.pieces[-2], float) else 0.0
     return OpenPlan(settled, chunk, pause, _regular_spacing(ahead))
+
+
+def _after_part(words: str, rest: str) -> str:
+    """What follows `words` in the text, as far as it is also what follows them in a chunk: after a
+    mark a part may end, and packing joins the next to it with a space, or none between CJK."""
+    if not words or words[-1].isalnum():
+        return rest
+    if _is_cjk(words[-1]):
+        return rest if _is_cjk(rest[:1]) else ""
+    return rest if re.match(r" \S", rest) else ""
 
 
 def _regular_spacing(text: str) -> str:
@@ -127,25 +137,44 @@ def _quotes_settled_until(text: str) -> int:
     return opened[0][1] if opened else len(text)
 
 
-# What may come next, for sentencex's view of the text so far: a word, a full stop, and each mark
+# What may come next, for sentencex's view of the text so far: a word (Latin, digits, CJK), a full stop, and each mark
 # that closes a quotation or bracket (sentencex ends no sentence inside a pair, however long, and
 # reads a quotation mark as opening or closing by what is around it).
-_NEXT = [" x", "x", " X", ". X", ". x", "-x", "。x", "，x", *(q + t for q in "'\"”’»)）」』》]" for t in (" x", "x", ". X"))]
+_NEXT = [" x", "x", " X", "X", "1", " 1", "我", " 我", ". X", ". x", "-x", "。x", "，x",
+         *(q + t for q in "'\"”’»)）」』》]" for t in (" x", "x", ". X"))]
 
 
-def _settled_sentences(text: str, sentences: list[str], language: str) -> tuple[int, str, int]:
+_sentences = lru_cache(maxsize=512)(split_sentences)   # (a live take plans its text again at every delta)
+_SCRIPT_SEEN = 2000   # (sentences.language_code reads this much of a paragraph)
+_WINDOW = 4   # sentences probed at the end: sentencex decides a boundary by what is near it (quotes aside)
+
+
+def _codes_possible(language: str, text: str) -> list[str]:
+    """sentencex's language for a paragraph, as sentences.language_code chooses it: the one now, then
+    those later text may yet bring (for auto, the script most used in its first 2,000 characters)."""
+    now = language_code(language, text)
+    if (language and language != "auto") or len(text) >= _SCRIPT_SEEN or now == "ja":   # (kana: ja for good)
+        return [now]
+    return [now, *(code for code in ("zh", "ja", "ko", "ru") if code != now)]
+
+
+def _settled_sentences(text: str, sentences: list[str], codes: list[str]) -> tuple[int, str, int]:
     """How many of `sentences` (of `text`) any continuation keeps as they are, the longest start of
-    the next one that it keeps at its start, and where that one starts in `text`: what the quotation marks settle (above), and what
-    sentencex keeps of it whatever comes next (_NEXT)."""
+    the next one that it keeps at its start, and where that one starts in `text`: what the quotation
+    marks settle (above), and what sentencex keeps of it whatever comes next (_NEXT), in the language
+    it reads the paragraph in now and in each it may read it in later (`codes`)."""
     limit, starts = _quotes_settled_until(text), []
     for sentence in sentences:
         starts.append(text.index(sentence, starts[-1] + len(sentences[len(starts) - 1]) if starts else 0))
-    settled = sum(1 for s, start in zip(sentences[:-1], starts) if start + len(s) <= limit)
+    # (a sentence right before a mark in doubt may yet take it in, as its closing quotation mark)
+    settled = sum(1 for s, start in zip(sentences[:-1], starts) if text[start + len(s):limit].strip())
     growing = sentences[settled][:max(0, limit - starts[settled])]
     growing_at = starts[settled]
-    for after in _NEXT:
-        other = split_sentences(text + after, language)
-        same = 0
+    first = max(0, len(sentences) - _WINDOW)
+    window = text[starts[first]:]
+    for code, after in [*((codes[0], after) for after in _NEXT), *((code, "") for code in codes[1:])]:
+        other = [*sentences[:first], *split_sentences(window + after, code=code)]
+        same = first
         while same < min(settled, len(other)) and other[same] == sentences[same]:
             same += 1
         if same < settled:

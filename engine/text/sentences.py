@@ -65,9 +65,10 @@ def language_code(language: str | None, text: str) -> str:
     return {"han": "zh", "hangul": "ko", "cyrillic": "ru"}[best] if counts[best] else "en"
 
 
-def split_sentences(text: str, language: str | None = None) -> list[str]:
-    """`text` (one paragraph) as sentences; joined back they give the text less outer whitespace."""
-    code = language_code(language, text)
+def split_sentences(text: str, language: str | None = None, code: str | None = None) -> list[str]:
+    """`text` (one paragraph) as sentences; joined back they give the text less outer whitespace.
+    `code`: sentencex's language, when not the one language_code gives."""
+    code = code or language_code(language, text)
     parts = [p for p in sentencex.segment(code, text) if p.strip()]
     merged: list[str] = []
     never_last = _NEVER_LAST.get(code, set())

@@ -106,7 +106,7 @@ def test_the_first_words_are_known_before_the_first_sentence_ends():
 PIECES = ["Hello", " world", " the", " train", ".", ". ", "! ", "? ", ", ", "; ", ": ", " and", " then", "3", ".5",
           " Dr. Smith", " e.g. this", "\n", "\n\n", "  ", " [pause:300ms] ", "[voice=alice]", "[lang=french]",
           "\nAlice: ", "\nBob Lee: ", "\\[", "verylongwordwithnospacesatallinit", "，", "。", "我们", "公园", " A",
-          " it", "10:30", " https://x.org/a", "'s", "-", " ok", '"', " '", "' ", " (", ") ", "«", "»", "“", "”"]
+          " it", "10:30", " https://x.org/a", "'s", "-", " ok", '"', " '", "' ", " (", ") ", "«", "»", "“", "”", " Привет", "カナ", " 안녕"]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
