@@ -123,8 +123,8 @@ setup() {
 }
 
 # The ARM64 leg (what CI runs), chosen by markers (docs/testing.md): the level each emulated core gets
-# (tests/native/test_emulated_cores.py); the kernel checks at every ARM level (KAZEIA_CPU caps them, as on
-# x86), the slow ones (the decoder's f16 weights against f32, its audio in every form) at the highest
+# (tests/native/test_emulated_cores.py); the kernel checks at every ARM level that runs other kernels than
+# the level above it (KAZEIA_CPU caps them, as on x86; `kazeia devices --kernels` names them), the slow ones (the decoder's f16 weights against f32, its audio in every form) at the highest
 # and at generic only; the `arm64` tests (greedy codes against the reference's goldens, streamed ==
 # offline, batch == alone, the CPU level caps) on the core with every feature, the goldens again on one
 # without i8mm; then, on the host, the `arm64_host` tests: the NEON products against x86-64's bit for
@@ -140,7 +140,16 @@ leg() {
   log "the CPU level of each emulated core"
   QEMU_CPU=max enter "${pytest[@]}" tests/native/test_emulated_cores.py "$@"
   read -r -a levels <<< "$(QEMU_CPU=max enter kazeia devices --levels)"
+  local kernels checked=""
   for level in "${levels[@]}"; do
+    # A level whose kernels are those of a level checked above runs the same code: no checks of its
+    # own (on ARM64 every level above generic runs the same NEON forms; x86-64's levels all differ).
+    kernels="$(QEMU_CPU=max KAZEIA_CPU="$level" enter kazeia devices --kernels)"
+    if [[ "$level" != generic && "$kernels" == "$checked" ]]; then
+      log "KAZEIA_CPU=$level runs the kernels checked at the level above ($kernels): nothing more to check"
+      continue
+    fi
+    checked="$kernels"
     marks="kernels and not slow"
     [[ "$level" == generic ]] && marks="kernels"
     # (the top level is the core's own: the arm64 tests run there too, in the same process)

@@ -4,12 +4,14 @@ from __future__ import annotations
 import json
 
 
-
 def add_parser(sub) -> None:
     d = sub.add_parser("devices", help="list ggml devices")
     d.add_argument("--json", action="store_true")
     d.add_argument("--levels", action="store_true",
                    help="print only the CPU levels of Kazeia's kernels this CPU can run, highest first, on one line")
+    d.add_argument("--kernels", action="store_true",
+                   help="print only the ids of Kazeia's kernels that run at the level in force (KAZEIA_CPU), on one "
+                        "line: two levels that print the same run the same code")
     d.add_argument("--check", action="store_true",
                    help="run every available placement on a model: where each stage ran, audio vs cpu")
     d.add_argument("--model", default="demo", help="model for --check (default: the demo model)")
@@ -19,9 +21,12 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from kazeia import _native
 
-    from ..platform_info import cpu_level, describe_cpu_level, ggml_build
+    from ..platform_info import active_kernels, cpu_level, describe_cpu_level, ggml_build
     if args.levels:   # (for scripts: the levels to run the kernel checks at)
         print(*cpu_level()["available"])
+        return 0
+    if args.kernels:   # (for scripts: a level whose kernels a level above runs too needs no checks of its own)
+        print(*sorted(active_kernels()) or ["none"])
         return 0
     devices = _native.devices()
     build, level = ggml_build(), cpu_level()

@@ -56,6 +56,11 @@ def test_devices():
     assert r.returncode == 0 and f"ggml {build['flavor']} build" in r.stdout and f"at level {level['level']}" in r.stdout
     r = kazeia("devices", "--levels", env={"KAZEIA_CPU": LEVELS[-1]})   # (the CPU's levels, whatever the cap)
     assert r.returncode == 0 and r.stdout.split() == level["available"]
+    # the kernels in force, as the ARM64 leg compares levels by them
+    r = kazeia("devices", "--kernels")
+    assert r.returncode == 0 and r.stdout.split() == (sorted(k["id"] for k in level["kernels"] if k["active"]) or ["none"])
+    r = kazeia("devices", "--kernels", env={"KAZEIA_CPU": "generic"})
+    assert r.returncode == 0 and r.stdout.split() == ["none"]
 
 
 @functools.cache
