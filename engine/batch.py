@@ -8,7 +8,9 @@ it is not stepped (the frames it has made are decoded at once, not when a launch
 gathered), and a batch of only such sessions sleeps until text or a cancel comes."""
 from __future__ import annotations
 
+import atexit
 import threading
+import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Protocol
 
@@ -69,8 +71,21 @@ class Batcher:
         self._waiting: deque = deque()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._stopping = False
         self.steps = 0            # frame steps run (for tests and the bench)
         self.largest_batch = 0
+        _batchers.add(self)
+
+    def stop(self, timeout: float) -> None:
+        """Every session cancelled and the worker gone (within `timeout` seconds): the process is
+        ending. A worker still inside a native step when the interpreter finalizes aborts the
+        process as it wakes (a daemon thread cannot take the GIL back then)."""
+        with self._cond:
+            self._stopping = True
+            thread = self._thread
+            self._cond.notify()
+        if thread is not None:
+            thread.join(timeout)
 
     def wake(self) -> None:
         """A waiting session has new text (or was cancelled): step again."""
@@ -97,6 +112,12 @@ class Batcher:
         while True:
             joining = self._admit(active)
             with self._cond:
+                if self._stopping:
+                    for s in joining:
+                        s.fail(RuntimeError("the process is ending"))
+                    for s, n in active:
+                        s.finish(n.result(), cancelled=True)
+                    active, joining = [], []
                 if not active and not joining:
                     self._thread = None
                     return
@@ -149,3 +170,12 @@ class Batcher:
                     else:
                         still.append((stream, session))
                 active = still
+
+
+_batchers: "weakref.WeakSet[Batcher]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_batchers() -> None:
+    for batcher in list(_batchers):
+        batcher.stop(timeout=30)

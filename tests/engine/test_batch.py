@@ -222,3 +222,25 @@ def test_code_predictor_logits_do_not_depend_on_the_batch(tmp_path_factory, type
         steps = engine.code_predictor_logits(hidden[b], frame)   # sub-steps launched one by one
         assert np.array_equal(steps, logits[b])
     assert len(np.unique(codes)) > 4
+
+
+def test_a_script_that_cancels_a_take_and_exits_ends_cleanly():
+    """A script that cancels a long take and exits at once, its batch worker still inside a native
+    step, ends with status 0 (before, most such runs aborted as the interpreter finalized): the
+    workers are stopped at exit."""
+    import subprocess
+    import sys
+    from kazeia.engine import demo_model_path
+    # (the demo model: a step long enough to be inside; the bench's and server's modules loaded:
+    # finalizing takes long enough for the worker to wake inside it)
+    script = ("import kazeia.engine.bench.agent\n"
+              "from kazeia.engine import Engine, open_model\n"
+              f"engine = Engine(open_model({str(demo_model_path())!r}), threads=2, max_batch=2)\n"
+              "for _ in range(2):\n"
+              "    take = engine.stream(('Sure, here is the short version. The train leaves at nine from platform '\n"
+              "                          'four, and the trip takes about two hours.\\n\\n') * 3, speaker='vivian',\n"
+              "                         streaming_text=True)\n"
+              "    next(iter(take))\n"
+              "    take.cancel()\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]

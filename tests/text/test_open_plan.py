@@ -113,3 +113,20 @@ PIECES = ["Hello", " world", " the", " train", ".", ". ", "! ", "? ", ", ", "; "
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=40), st.sampled_from([(12, 8), (30, 10), (60, 64)]))
 def test_random_texts_at_every_prefix(parts, budget):
     check_every_prefix("".join(parts), Budget(max_chars=budget[0], max_tokens=budget[1]))
+
+
+def test_with_a_lexicon_a_chunk_begins_once_all_its_words_are_known():
+    """A rule may span what follows (New York), so with a lexicon a chunk is spoken once settled,
+    rewritten as the whole text's plan rewrites it."""
+    from kazeia.engine.text.lexicon import Lexicon
+    lexicon = Lexicon.from_rules_text("term,say\nNew York,Noo Yawk\nharbour,harbor\n")
+    text = "We land in New York at noon. Then the harbour, the bridge and the park.\n\nThe end."
+    with_lexicon = {**args(Budget(max_chars=40, max_tokens=12)), "lexicon": lexicon}
+    whole = compose(text, **with_lexicon)
+    assert [c.rewrites != [] for c in whole.chunks][:2] == [True, True]
+    for end in range(1, len(text) + 1):
+        part = compose_open(text[:end], **with_lexicon)
+        assert part.open_chunk is None
+        for got, want in zip(part.settled, whole.pieces):
+            assert got == want if isinstance(want, float) else (got.text, got.rewrites) == (want.text, want.rewrites)
+    assert compose_open("We land in New", **with_lexicon).settled == []
