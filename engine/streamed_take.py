@@ -28,7 +28,7 @@ from .text_stream import TextStream
 
 if TYPE_CHECKING:
     from .prompt import Voice
-    from .synthesis import Engine
+# (the Engine is named in annotations only: synthesis.Engine.open_text_stream imports this module)
 
 
 class StreamedTake(LongStream):

@@ -106,12 +106,32 @@ def test_a_waiting_session_steps_nothing_and_a_closed_text_takes_no_more(engines
             session.append_text(np.asarray([1], np.int32))
 
 
+def speak_as_written(engine, written, deltas, rng, most_s, after_write=lambda: None):
+    """`deltas` written into `written` by a thread at random moments (up to `most_s` apart), closed,
+    while another stream shares the batch; (the audio chunks heard, the result)."""
+    import threading
+    import time
+    beside = engine.stream("A neighbour in the same batch.", speaker="ryan",
+                           sampling=SamplingParams.from_model(engine.info, seed=9))
+
+    def write() -> None:
+        for delta in deltas:
+            time.sleep(float(rng.uniform(0, most_s)))
+            written.write(delta)
+            after_write()
+        written.close()
+    writer = threading.Thread(target=write)
+    writer.start()
+    chunks = list(written)
+    writer.join(60)
+    got = written.wait(300)
+    beside.wait(120)
+    return chunks, got
+
+
 def test_the_engines_text_stream_speaks_the_whole_texts_audio(converted):
     """Engine.open_text_stream: a writer thread sends deltas at random moments while another stream
     shares the batch; the audio equals stream(whole text, streaming_text=True) bit for bit."""
-    import threading
-    import time
-
     from kazeia.engine import Engine, open_model
     engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=4)
     text = TEXTS[1]
@@ -121,20 +141,7 @@ def test_the_engines_text_stream_speaks_the_whole_texts_audio(converted):
     cuts = sorted(set(rng.integers(1, len(text), size=12).tolist()))
     deltas = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
     written = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=5))
-    beside = engine.stream("A neighbour in the same batch.", speaker="ryan",
-                           sampling=SamplingParams.from_model(engine.info, seed=9))
-
-    def write() -> None:
-        for delta in deltas:
-            time.sleep(float(rng.uniform(0, 0.05)))
-            written.write(delta)
-        written.close()
-    writer = threading.Thread(target=write)
-    writer.start()
-    chunks = list(written)
-    writer.join(60)
-    got = written.wait(120)
-    beside.wait(120)
+    chunks, got = speak_as_written(engine, written, deltas, rng, 0.05)
     assert chunks and np.array_equal(np.concatenate([c.audio for c in chunks]), got.audio)
     assert np.array_equal(got.codes, whole.codes) and np.array_equal(got.audio, whole.audio)
     empty = engine.open_text_stream(speaker="vivian")
@@ -177,42 +184,26 @@ LONG_ANSWER = ("Sure, here is the plan for tomorrow. [pause:300ms] We meet at 10
                "and come back before dark.")
 
 
-@pytest.mark.slow
 def test_a_long_answer_written_as_it_is_spoken_is_the_whole_texts_take(converted):
     """Engine.open_text_stream on an answer the long-text front end cuts into chunks (a pause tag, a
     paragraph): each chunk begins as soon as its words are known, and the take equals
     Engine.take(the whole text, streaming_text=True), chunks, seeds, pauses, audio, bit for bit,
     with another stream in the batch and the deltas at random moments."""
-    import threading
-    import time
-
     from kazeia.engine import Engine, open_model
     from kazeia.engine.requests import Request
     engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=4)
-    sampling = SamplingParams.from_model(engine.info, seed=11)
+    # (48 frames a chunk: each reads all its text by then; random weights would run on to the limit)
+    sampling = SamplingParams.from_model(engine.info, seed=11, max_frames=48)
     whole = engine.take(Request(LONG_ANSWER, speaker="vivian", sampling=sampling, streaming_text=True))
     whole_result = whole.wait(300)
     assert len(whole.composition.chunks) == 3
     rng = np.random.default_rng(5)
     cuts = sorted(set(rng.integers(1, len(LONG_ANSWER), size=40).tolist()))
     deltas = [" " + LONG_ANSWER[:cuts[0]]] + [LONG_ANSWER[a:b] for a, b in zip(cuts, [*cuts[1:], len(LONG_ANSWER)])]
-    written = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=11))
-    beside = engine.stream("A neighbour in the same batch.", speaker="ryan",
-                           sampling=SamplingParams.from_model(engine.info, seed=9))
+    written = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=11,
+                                                                                          max_frames=48))
     begun = []
-
-    def write() -> None:
-        for delta in deltas:
-            time.sleep(float(rng.uniform(0, 0.03)))
-            written.write(delta)
-            begun.append(len(written._streams))
-        written.close()
-    writer = threading.Thread(target=write)
-    writer.start()
-    chunks = list(written)
-    writer.join(60)
-    got = written.wait(300)
-    beside.wait(120)
+    chunks, got = speak_as_written(engine, written, deltas, rng, 0.03, lambda: begun.append(len(written._streams)))
     assert begun[-1] == 3 and written.composition.pieces == whole.composition.pieces
     assert [t.plan.text for t in written.takes] == [t.plan.text for t in whole.takes]
     assert np.array_equal(np.concatenate([c.audio for c in chunks]), got.audio)

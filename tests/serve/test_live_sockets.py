@@ -1,5 +1,5 @@
-"""The live sockets (engine/serve/sockets.py): text that arrives while it is spoken, each turn one
-utterance whose audio is the whole text's, bit for bit; Kazeia's own socket driven by the
+"""The live sockets (engine/serve/sockets.py): text that arrives while it is spoken, each turn's
+audio the whole text's take, bit for bit (one utterance, or a long or marked-up text's chunks); Kazeia's own socket driven by the
 `websockets` client, the Deepgram-shaped one by LiveKit Agents' Deepgram plugin, unchanged; Wyoming's
 streamed text through the same turns. Real servers on loopback."""
 from __future__ import annotations
@@ -294,3 +294,44 @@ def test_bench_agent_reports_both_ways_side_by_side(tmp_path):
         assert case["stalls_per_socket"] >= 0
     assert result["waiting"]["ms_per_frame_alone"] > 0 and result["waiting"]["ratio"] > 0
     assert "live" in r.stdout and "sentences" in r.stdout
+
+
+def take_of(engine, text, speaker="vivian") -> bytes:
+    """The whole text as POST /v1/audio/speech speaks it (a long or marked-up text: its chunks)."""
+    from kazeia.engine.requests import Request
+    sampling = SamplingParams.from_model(engine.info, max_frames=FRAMES)
+    return pcm16(engine.take(Request(text, speaker=speaker, sampling=sampling, streaming_text=True)).wait(120).audio)
+
+
+def test_eight_sockets_at_once_each_speak_their_whole_texts_take(engine):
+    """Eight sockets start together, each writing its answer in random pieces: short ones, and ones
+    the long-text front end cuts into chunks (a pause tag, a paragraph); each turn's audio is its
+    whole text's take, bit for bit, and the whole run is bounded in time."""
+    running, app = serve(engine, max_queue=4)
+    texts = [f"Answer {i}: short and plain." if i % 2 else
+             f"Answer {i} has two parts. [pause:200ms] The second, after a pause.\n\nAnd a paragraph."
+             for i in range(8)]
+
+    async def one(i: int, text: str) -> bytes:
+        rng = random.Random(i)
+        async with websockets.connect(ws_url(running, "/v1/audio/speech/live", voice="vivian"),
+                                      additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+            await ws.recv()
+            for piece in pieces(text, rng):
+                await ws.send(json.dumps({"type": "text", "text": piece}))
+                await asyncio.sleep(rng.choice([0, 0.01, 0.03]))
+            await ws.send(json.dumps({"type": "flush"}))
+            audio, messages = await turn_audio(ws)
+            assert messages[-1]["type"] == "turn.end" and messages[-1]["outcome"] == "ok", messages
+            return audio
+
+    async def all_at_once():
+        return await asyncio.wait_for(asyncio.gather(*(one(i, t) for i, t in enumerate(texts))), 240)
+
+    try:
+        got = asyncio.run(all_at_once())
+    finally:
+        running.stop()
+    assert app.state.admission.admitted == 0
+    for text, audio in zip(texts, got):
+        assert audio == take_of(engine, text), text
