@@ -177,7 +177,8 @@ class Presenter(QObject):
 
     def speak_as_typed(self, on: bool) -> None:
         """"Speak as I type" pressed (on) or released: a take whose text is the box's, spoken while it
-        is typed, one utterance (what the box holds is its start; only text added at the end is heard).
+        is typed, as the whole text's take (what the box holds is its start; only text added at the end
+        is heard).
         Released, the rest is spoken and the take kept."""
         v = self.view
         if not on:

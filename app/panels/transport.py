@@ -17,7 +17,7 @@ class TransportBar(QWidget):
         self.generate_button = QPushButton("Generate (Ctrl+Enter)")
         self.type_button = QPushButton("Speak as I type")
         self.type_button.setCheckable(True)
-        self.type_button.setToolTip("each word is spoken as you type on after it, one utterance, as a language model's "
+        self.type_button.setToolTip("each word is spoken as you type on after it, as the whole text would be, as a language model's "
                                     "answer is heard through the server's live sockets; press again to finish "
                                     "(the rest is spoken and kept as a take)")
         self.stop_button = QPushButton("Stop (Esc)")

@@ -1,7 +1,7 @@
 """`kazeia bench --agent`: simulated language models write an answer at `rates` tokens a second (0: all
 at once, a burst) to 1..N sockets at once, through the speech server on loopback, spoken two ways
 side by side in alternating rounds:
-- live: Kazeia's live socket, every word sent as it is written, one utterance (flush at the end);
+- live: Kazeia's live socket, every word sent as it is written, the whole answer's take (flush at the end);
 - sentences: what servers that take streamed text do, each sentence a request once it is complete,
   one after another (their audio must play in order).
 Per case: time from the first word sent to the first audio (p50/p95 over the sockets and rounds);

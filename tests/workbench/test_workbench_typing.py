@@ -1,4 +1,4 @@
-"""Speak as I type: keys typed into the text box while the take speaks, one utterance, whose audio is
+"""Speak as I type: keys typed into the text box while the take speaks, the whole text's take, whose audio is
 the whole text's given at once with streaming text, bit for bit; the take keeps what was typed."""
 from __future__ import annotations
 
