@@ -269,7 +269,8 @@ def _typed_take(worker: _Worker, job: Job, request: TakeRequest) -> TakeOutcome:
     if stream.result is None:
         raise ValueError("nothing was typed" if not job.cancelled.is_set() else "stopped before any text")
     ran.peak_memory_mb = peak_rss_mb()
-    return TakeOutcome(stream.result, ran, stream.takes, stream.text)
+    # (its chunks, as a long take's; none when the whole text was one prompt, as for any take)
+    return TakeOutcome(stream.result, ran, [] if stream.one_prompt else stream.takes, stream.text)
 
 
 def _script(worker: _Worker, job: Job, request: dict):

@@ -60,6 +60,7 @@ class StreamedTake(LongStream):
         self._lock = threading.Lock()  # (the writer's side)
         self._changed = threading.Condition()
         self.composition = None        # the whole text's plan, once it has ended
+        self.one_prompt = False        # it was one prompt (long_text.one_prompt_text), once it has ended
         # as LongStream's
         self._join = JoinSettings()
         self._assembler = TakeAssembler(engine.info.sample_rate, self._join)
@@ -171,7 +172,7 @@ class StreamedTake(LongStream):
                 if isinstance(piece, PlannedChunk):
                     self._streams[-1].close(texts[piece.index])
         self._settled = len(plan.pieces)
-        self.composition = plan
+        self.composition, self.one_prompt = plan, prompt is not None
 
     def _add(self, piece) -> None:
         with self._changed:

@@ -144,6 +144,7 @@ def test_the_engines_text_stream_speaks_the_whole_texts_audio(converted):
     chunks, got = speak_as_written(engine, written, deltas, rng, 0.05)
     assert chunks and np.array_equal(np.concatenate([c.audio for c in chunks]), got.audio)
     assert np.array_equal(got.codes, whole.codes) and np.array_equal(got.audio, whole.audio)
+    assert written.one_prompt   # (the text as written, a line break in it: the reference's prompt)
     empty = engine.open_text_stream(speaker="vivian")
     empty.write("  \n  ")
     with pytest.raises(ValueError, match="text is empty"):
@@ -204,7 +205,7 @@ def test_a_long_answer_written_as_it_is_spoken_is_the_whole_texts_take(converted
                                                                                           max_frames=48))
     begun = []
     chunks, got = speak_as_written(engine, written, deltas, rng, 0.03, lambda: begun.append(len(written._streams)))
-    assert begun[-1] == 3 and written.composition.pieces == whole.composition.pieces
+    assert begun[-1] == 3 and written.composition.pieces == whole.composition.pieces and not written.one_prompt
     assert [t.plan.text for t in written.takes] == [t.plan.text for t in whole.takes]
     assert np.array_equal(np.concatenate([c.audio for c in chunks]), got.audio)
     assert np.array_equal(got.codes, whole_result.codes) and np.array_equal(got.audio, whole_result.audio)
