@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import replace
 from functools import lru_cache
+from os.path import commonprefix
 from typing import TYPE_CHECKING, Iterator
 
 from .cast import model_cast
@@ -22,7 +23,7 @@ from .long_text import LongStream, one_prompt_text
 from .requests import SamplingParams
 from .text.compose import Cast, Pauses, PlannedChunk, compose
 from .text.join import JoinSettings, TakeAssembler
-from .text.open_plan import OpenPlan, _common_start, compose_open
+from .text.open_plan import OpenPlan, compose_open
 from .text.sentences import Budget
 from .text_stream import TextStream
 
@@ -102,8 +103,7 @@ class StreamedTake(LongStream):
                 self.cancel()
                 raise
             finally:
-                with self._changed:
-                    self._changed.notify_all()
+                self._notify()
 
     @property
     def text(self) -> str:
@@ -111,8 +111,7 @@ class StreamedTake(LongStream):
 
     def cancel(self) -> None:
         super().cancel()
-        with self._changed:
-            self._changed.notify_all()
+        self._notify()
 
     # ---- planning --------------------------------------------------------------------------------
     def _advance(self, plan: OpenPlan) -> None:
@@ -140,15 +139,15 @@ class StreamedTake(LongStream):
             return self._notify()
         if maybe_one_prompt:   # (what the chunk's words and the text as written agree on)
             written = self._text
-            agreed = _common_start(known, written)
-            ahead = _common_start(known[len(agreed):] + ahead, written[len(agreed):])
+            agreed = commonprefix([known, written])
+            ahead = commonprefix([known[len(agreed):] + ahead, written[len(agreed):]])
             known = agreed
         if chunk.index == len(self._streams):
             if plan.pause_before and chunk.index > 0:
                 self._add(plan.pause_before)
             self._add(chunk)
         stream = self._streams[chunk.index]
-        if known.startswith(self._known[chunk.index]) and len(known) >= len(self._known[chunk.index]):
+        if known.startswith(self._known[chunk.index]):
             self._known[chunk.index] = known
             stream.offer(known, ahead)
         self._notify()
@@ -159,10 +158,9 @@ class StreamedTake(LongStream):
         texts = [prompt] if prompt is not None else [c.text for c in plan.chunks]
         for position, piece in enumerate(plan.pieces):
             if position < len(self._pieces):
-                had = self._pieces[position]
-                if isinstance(piece, PlannedChunk) != isinstance(had, PlannedChunk) or \
-                        (not isinstance(piece, PlannedChunk) and piece != had) or \
-                        (isinstance(piece, PlannedChunk) and not texts[piece.index].startswith(self._known[piece.index])):
+                had, is_chunk = self._pieces[position], isinstance(piece, PlannedChunk)
+                if is_chunk != isinstance(had, PlannedChunk) or (not is_chunk and piece != had) or \
+                        (is_chunk and not texts[piece.index].startswith(self._known[piece.index])):
                     raise RuntimeError(f"the live take went astray from the whole text's plan at piece {position}: "
                                        f"{had!r} against {piece!r}")
                 if isinstance(piece, PlannedChunk) and position >= self._settled:

@@ -50,16 +50,12 @@ class TextStream:
     # ---- the writer's side ---------------------------------------------------------------------
     def write(self, delta: str) -> None:
         with self._lock:
-            if not self._start:
-                self._start = time.perf_counter()   # (time to first audio counts from the first text)
             self._send(self._text.push(delta))
 
     def offer(self, known: str, ahead: str) -> None:
         """For a text whose end is not decided yet (a chunk of a live take): it is `known`, ended
         there or going on as `ahead` goes (StreamedText.offer); close(text) gives all of it."""
         with self._lock:
-            if not self._start:
-                self._start = time.perf_counter()
             self._send(self._text.offer(known, ahead))
 
     def close(self, text: str | None = None) -> None:
@@ -89,6 +85,8 @@ class TextStream:
         return self._text.text
 
     def _send(self, ids: list[int]) -> None:
+        if not self._start:
+            self._start = time.perf_counter()   # (time to first audio counts from the first text, by any call)
         if len(self._text.given) > self._max_tokens:
             raise ValueError(f"text too long for one utterance: over {self._max_tokens} tokens")
         if self._audio is None:

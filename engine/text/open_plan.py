@@ -6,9 +6,11 @@ chunk at every break (paragraph, pause, voice or language). So a chunk is settle
 did not fit it or a break follows it; the open chunk (the next one) holds the sentences packed into
 it so far, and while its first sentence is still being written, the words of it that any ending of
 the sentence keeps in the chunk (`_known_words`). What is held back, and why:
-- the last sentence, and the one before it until the last has a whole word: sentencex decides a
-  boundary by what follows it, and a sentence starting in lower case joins the one before
-  (sentences._continues);
+- a sentence end until sentencex keeps it whatever comes next (_NEXT: it decides a boundary by what
+  follows it, and a sentence starting in lower case joins the one before, sentences._continues), in
+  every language an auto paragraph may yet be read in (a kana or Cyrillic character later changes it);
+- sentences after a quotation mark or bracket still open or in doubt, and the one just before it
+  (sentencex ends no sentence inside a pair, however long);
 - an unclosed tag at the end, and a last line that may still become a dialogue turn ("Ann" before
   "Anna: ...");
 - SSML (one XML document): everything, until the text ends;
@@ -22,9 +24,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache, reduce
+from os.path import commonprefix
 
 from .compose import PlannedChunk, _Planner
-from .markup import parse
+from .markup import Speech, parse
 from .sentences import _CLAUSE, _COMMA, Budget, _is_cjk, _join, language_code, pack, split_sentences
 
 _NEXT_WORD = "\ue000"   # (a private-use character: no text's own)
@@ -32,7 +35,7 @@ _NEXT_WORD = "\ue000"   # (a private-use character: no text's own)
 
 @dataclass
 class OpenPlan:
-    settled: list                        # the whole text's first pieces (PlannedChunk, ms of silence), ending with a chunk
+    settled: list                        # the whole text's first pieces (PlannedChunk, ms), ending with a chunk
     open_chunk: PlannedChunk | None      # the next chunk, its `text` the words known so far; None: none yet
     pause_before: float = 0.0            # ms of silence between the last settled chunk and the open one
     ahead: str = ""   # what the open chunk goes on with, if it goes on (the text written after its known words)
@@ -55,7 +58,7 @@ def compose_open(text: str, **compose_args) -> OpenPlan:
     # (the last word is whole: a space follows it, or a tag, which ends the words before it)
     word_done = written[-1].isspace() or text[len(written):len(written) + 1] == "["
     for item in items:
-        planner.add(item, _sentences(item.text, planner.language_of(item)) if hasattr(item, "text") else None)
+        planner.add(item, _sentences(item.text, planner.language_of(item)) if isinstance(item, Speech) else None)
     if not last.text:   # the text ends at a break: every chunk so far is settled
         return OpenPlan(list(planner.pieces), None)
     voice_name, chosen = planner.voice_of(last)
@@ -67,7 +70,7 @@ def compose_open(text: str, **compose_args) -> OpenPlan:
     chunks = pack(stable, planner.budget, planner.count_tokens) if stable else []
     for piece in chunks[:-1]:
         planner.add_chunk(last, piece, voice_name, chosen, lang)
-    settled = list(planner.pieces)
+    done = list(planner.pieces)
     if chunks:
         words = chunks[-1]
         rest = last.text[growing_at:]
@@ -76,10 +79,10 @@ def compose_open(text: str, **compose_args) -> OpenPlan:
         words = _known_words(growing, planner.budget, planner.count_tokens)
         ahead = _after_part(words, last.text[growing_at + len(words):])
     if not words or planner.lexicon is not None:
-        return OpenPlan(settled, None)
+        return OpenPlan(done, None)
     chunk = planner.add_chunk(last, words, voice_name, chosen, lang, rewrite=False)
     pause = planner.pieces[-2] if len(planner.pieces) > 1 and isinstance(planner.pieces[-2], float) else 0.0
-    return OpenPlan(settled, chunk, pause, _regular_spacing(ahead))
+    return OpenPlan(done, chunk, pause, _regular_spacing(ahead))
 
 
 def _after_part(words: str, rest: str) -> str:
@@ -112,8 +115,9 @@ _SAME = {'"', "'"}
 def _quotes_settled_until(text: str) -> int:
     """Where the text's sentences stop being settled by its quotation marks and brackets: the whole
     text when every mark pairs up, nested, with something after the last, and each ' inside a word;
-    else up to the first mark still open, or where a mark closes nothing, up to the first mark of all. (sentencex ends no
-    sentence inside a pair, however long, and which marks pair is not known until they do.)"""
+    else up to the first mark still open, or where a mark closes nothing, up to the first mark of
+    all. (sentencex ends no sentence inside a pair, however long, and which marks pair is not known
+    until they do.)"""
     opened: list[tuple[str, int]] = []   # (the mark that closes it, where it opened)
     first = None
     for i, c in enumerate(text):
@@ -137,8 +141,8 @@ def _quotes_settled_until(text: str) -> int:
     return opened[0][1] if opened else len(text)
 
 
-# What may come next, for sentencex's view of the text so far: a word (Latin, digits, CJK), a full stop, and each mark
-# that closes a quotation or bracket (sentencex ends no sentence inside a pair, however long, and
+# What may come next, for sentencex's view of the text so far: a word (Latin, digits, CJK), a full
+# stop, and each mark that closes a quotation or bracket (sentencex ends no sentence inside a pair, however long, and
 # reads a quotation mark as opening or closing by what is around it).
 _NEXT = [" x", "x", " X", "X", "1", " 1", "我", " 我", ". X", ". x", "-x", "。x", "，x",
          *(q + t for q in "'\"”’»)）」』》]" for t in (" x", "x", ". X"))]
@@ -180,15 +184,8 @@ def _settled_sentences(text: str, sentences: list[str], codes: list[str]) -> tup
         if same < settled:
             settled, growing, growing_at = same, sentences[same], starts[same]
         if same < len(other):
-            growing = _common_start(growing, other[same])
+            growing = commonprefix([growing, other[same]])
     return settled, growing, growing_at
-
-
-def _common_start(a: str, b: str) -> str:
-    same = 0
-    while same < min(len(a), len(b)) and a[same] == b[same]:
-        same += 1
-    return a[:same]
 
 
 def _without_open_markup(text: str, cast: dict) -> str:
@@ -221,8 +218,8 @@ def _known_words(sentence: str, budget: Budget, count_tokens) -> str:
     under the budget it is one piece; if not, sentences._cut splits it at its clause marks if it has
     any, else at its commas, else between words, and packs the parts greedily from the start. So the
     parts before the last mark of the loosest kind written so far (or, with no mark, the words
-    before the last) open the chunk either way, as long as they fit together, written as they were where the text's
-    own spacing is what packing would put between them."""
+    before the last) open the chunk either way, as long as they fit together, written as they were
+    where the text's own spacing is what packing would put between them."""
     tokens = count_tokens or (lambda s: 0)
     for mark in (_CLAUSE, _COMMA):
         bounds = [m.end() for m in mark.finditer(sentence)]
@@ -241,4 +238,4 @@ def _known_words(sentence: str, budget: Budget, count_tokens) -> str:
         return ""
     cuts = [0, *[b for b in bounds if b <= end]]
     parts = [p for p in (sentence[a:b].strip() for a, b in zip(cuts, cuts[1:])) if p]
-    return _common_start(written, reduce(_join, parts)).rstrip()
+    return commonprefix([written, reduce(_join, parts)]).rstrip()

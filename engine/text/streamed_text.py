@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import reduce
+from os.path import commonprefix
 
 from ..text_tokenizer import SPLITS, TextTokenizer, _split
 
@@ -34,7 +34,7 @@ class StreamedText:
         if self.closed:
             raise ValueError("the text is closed: start a new one for the next turn")
         self.text += delta
-        stable = self._stable_prefix()
+        stable = self._stable_prefix(self.text)
         if len(stable) <= len(self._stable):   # (nothing new; the held pieces may have merged into one)
             return []
         self._stable = stable
@@ -50,11 +50,10 @@ class StreamedText:
             return []
         near = re.match(r"\s*\S*\s*\S*", ahead)[0]   # (two words on: enough to see known's last ids)
         endings = [self._ids(known + near[:j]) for j in range(len(near) + 1)]
-        self.text = known + near
-        going_on = self._stable_prefix()
+        going_on = self._stable_prefix(known + near)
         endings.append(self._tok.encode(_BEFORE + going_on)[_ROLE_TOKENS:] if going_on else [])
         self.text = known   # (what close() speaks unless told more)
-        final = reduce(_common_start, endings)
+        final = commonprefix(endings)
         return self._hand_out(final) if len(final) > len(self._given) else []
 
     def close(self, text: str | None = None) -> list[int]:
@@ -75,10 +74,10 @@ class StreamedText:
     def given(self) -> list[int]:
         return list(self._given)
 
-    def _stable_prefix(self) -> str:
-        """The normalized text up to the start of its last _HELD_PIECES pieces (what follows may
+    def _stable_prefix(self, text: str) -> str:
+        """`text` normalized, up to the start of its last _HELD_PIECES pieces (what follows may
         still change how they split and merge; the boundary before them never moves)."""
-        normalized = unicodedata.normalize("NFC", self.text)
+        normalized = unicodedata.normalize("NFC", text)
         # (split as the prompt sees it: after "assistant\n", which can join the text's first newlines)
         lead = "assistant\n"
         pieces = self._split.pre_tokenize_str(lead + normalized)
@@ -94,10 +93,3 @@ class StreamedText:
         new = ids[n:]
         self._given.extend(new)
         return new
-
-
-def _common_start(a: list[int], b: list[int]) -> list[int]:
-    same = 0
-    while same < min(len(a), len(b)) and a[same] == b[same]:
-        same += 1
-    return a[:same]
