@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Kazeia on ARM64 Linux, on an x86-64 Debian machine, under emulation (Debian's qemu-user-static): an
 # arm64 Debian root made once and cached, the host's files bind-mounted at the same paths inside it,
-# and scripts/setup.sh run in it as on any arm64 Debian. Run as root (chroot, mounts); CI runs `test`.
+# and scripts/setup.sh run in it as on any arm64 Debian. Run as root (chroot, mounts); CI runs `setup`, then `checks`.
 #
 #   bash scripts/arm64.sh setup              the arm64 root and Kazeia's arm64 venv in it (cached)
 #   bash scripts/arm64.sh test [PYTEST...]   the ARM64 leg: setup, the CPU-level checks on emulated cores,
 #                                            the kernel checks and parity tests at every ARM level
+#   bash scripts/arm64.sh checks [PYTEST...] the same checks on a root already set up (scripts/test.sh)
+#   bash scripts/arm64.sh host               the host's packages (qemu-user-static, mmdebstrap, the cross compiler)
 #   bash scripts/arm64.sh run CMD...         CMD on arm64 in the current folder, the arm64 venv's
 #                                            `kazeia` and `python` first on PATH
 #   bash scripts/arm64.sh ready              exit status 0 when the root and its venv are set up
@@ -18,11 +20,10 @@ cache="${KAZEIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kazeia}/arm64"
 
 # --- the arm64 root: Debian 13 (PySide6 6.11's arm64 wheels need glibc 2.39; Debian 12 has 2.36) ---
 suite=trixie
-packages=(python3 python3-venv python3-dev g++ make cmake ninja-build git ca-certificates
-  # what setup.sh would install: the workbench's libraries, rubberband, and for --test an X server
-  # (the leg runs plain setup.sh; these keep `setup.sh --test` in the root from installing more)
-  libportaudio2 fonts-dejavu-core libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 rubberband-cli
-  xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 libxkbcommon-x11-0)
+# (no compiler: the host's cross compiler builds, below; no X server: the leg runs plain setup.sh)
+packages=(python3 python3-venv python3-dev make cmake ninja-build git ca-certificates
+  # what plain setup.sh would install: the workbench's libraries and rubberband
+  libportaudio2 fonts-dejavu-core libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 rubberband-cli)
 recipe="$suite ${packages[*]}"
 root="$cache/root-$(sha256sum <<< "$recipe" | cut -c1-10)"
 venv=/opt/kazeia-venv   # (inside the root: it is cached with the Python it was made for)
@@ -55,15 +56,18 @@ need_host() {   # qemu-user-static registered with binfmt_misc (flag F: usable i
   grep -q enabled /proc/sys/fs/binfmt_misc/qemu-aarch64 || die "binfmt_misc does not run arm64 programs through qemu"
 }
 
-make_root() {   # once per recipe (~15 min on 2 cores: dpkg under qemu); an older recipe's root is removed
+make_root() {   # once per recipe (~10 min on 2 cores: dpkg under qemu); an older recipe's root is removed
   [[ -f "$root/.complete" ]] && return
   log "making the arm64 Debian root ($suite) in $root"
   rm -rf "$root.tmp"
   mkdir -p "$cache"
   local include
   include="$(IFS=,; echo "${packages[*]}")"
-  mmdebstrap --variant=apt --architectures=arm64,amd64 --include="$include" "$suite" "$root.tmp" \
-    http://deb.debian.org/debian
+  # (dpkg under qemu: no fsync per file, no manuals, docs or translations to unpack)
+  mmdebstrap --variant=apt --architectures=arm64,amd64 --include="$include" --dpkgopt=force-unsafe-io \
+    --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+    --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
+    "$suite" "$root.tmp" http://deb.debian.org/debian
   touch "$root.tmp/.complete"
   mv "$root.tmp" "$root"
   # (after the move: before it, the new root's own .tmp would match)
@@ -103,6 +107,39 @@ enter() {
       /bin/bash -c 'cd "$0" && exec "$@"' "$PWD" "$@"
 }
 
+# What the root's venv needs from PyPI, resolved and unpacked by the host's pip at native speed: the
+# project's dependencies, its build requirements, pip and the test runner, as arm64 wheels for the
+# root's Python and glibc (pip --platform/--target). The same pip run under emulation took ~15 min
+# on 2 cores. setup.sh in the root then finds them met and builds Kazeia alone. Markers are the host's
+# (pip evaluates them on the machine it runs on): a requirement met only on arm64 is installed by
+# setup.sh in the root, as before.
+host_wheels() {
+  [[ -x "$root$venv/bin/python" ]] || enter python3 -m venv --without-pip "$venv"
+  local project_met
+  project_met='python scripts/requirements_met.py --project && python scripts/requirements_met.py "pip>=24" \
+    "pytest>=8" "pytest-timeout>=2.3"'
+  (cd "$repo" && enter bash -c "$project_met" >/dev/null 2>&1) && return
+  local py libc plats=() m
+  read -r py libc < <(enter python3 -c 'import platform, sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.libc_ver()[1])')
+  for ((m = ${libc#2.}; m >= 17; m--)); do plats+=(--platform "manylinux_2_${m}_aarch64"); done
+  local pip_venv="$cache/host-pip"   # (the host's own pip, whatever python3 the host has)
+  [[ -x "$pip_venv/bin/pip" ]] || "${PYTHON:-python3}" -m venv "$pip_venv"
+  log "arm64 wheels for Python $py, glibc $libc: resolved and unpacked on the host"
+  mapfile -t requirements < <(cd "$repo" && "$pip_venv/bin/python" - <<'PY'
+import tomllib
+with open("pyproject.toml", "rb") as f:
+    toml = tomllib.load(f)
+for r in toml["project"]["dependencies"] + toml["build-system"]["requires"]:
+    if not r.startswith("libggml-python"):   # (setup.sh builds it in the root)
+        print(r)
+PY
+)
+  "$pip_venv/bin/python" -m pip install -q --disable-pip-version-check --no-compile --upgrade \
+    --only-binary=:all: "${plats[@]}" --python-version "$py" --implementation cp --abi "cp${py/./}" \
+    --target "$root$venv/lib/python$py/site-packages" \
+    "${requirements[@]}" "pip>=24" "pytest>=8" "pytest-timeout>=2.3"
+}
+
 # The root, then setup.sh in it as a user runs it (ggml and Kazeia built by the x86-64 cross compiler,
 # cached), then the test runner the leg needs: the leg's tests need nothing else of the test extra
 # (Ray, the OpenAPI fuzzer and pytest-qt are minutes more of emulated pip for tests not run here).
@@ -110,6 +147,7 @@ enter() {
 setup() {
   need_host
   make_root
+  host_wheels
   log "scripts/setup.sh on arm64 (QEMU_CPU=$QEMU_CPU)"
   # (the host's ccache, as on x86-64: the cross compiler's objects kept in the host's cache)
   local ccache=()
@@ -168,6 +206,7 @@ leg() {
 }
 
 case "${1:-}" in
+  host) need_host ;;
   setup) setup ;;
   ready) need_host && [[ -f "$root/.complete" && -x "$root$venv/bin/kazeia" ]] ;;
   run)
@@ -180,5 +219,10 @@ case "${1:-}" in
     shift
     setup
     leg "$@" ;;
-  *) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  checks)
+    shift
+    need_host
+    [[ -x "$root$venv/bin/kazeia" ]] || die "the arm64 root is not set up: bash scripts/arm64.sh setup"
+    leg "$@" ;;
+  *) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

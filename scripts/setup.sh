@@ -29,7 +29,7 @@ if command -v dpkg-query >/dev/null; then
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done
 fi
-command -v g++ >/dev/null || missing+=(g++ make)
+command -v "${CXX:-g++}" >/dev/null || missing+=(g++ make)   # (arm64.sh: the host's cross compiler)
 command -v "${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}" >/dev/null || missing+=(ccache)   # (arm64.sh: the host's)
 command -v git >/dev/null || missing+=(git)
 "$python" -c "import ensurepip, venv" 2>/dev/null || missing+=(python3-venv)
