@@ -11,7 +11,7 @@
 # workbench a second time on a virtual X display (offscreen hides focus and window-system problems),
 # the kernel checks, parity tests and the rest of the native, engine and text layers at every lower CPU
 # level of Kazeia's kernels (KAZEIA_CPU), the `accel` tests again with a real non-CPU ggml device
-# (Vulkan on Mesa's lavapipe, a software GPU), and last the ARM64 leg under emulation (scripts/arm64.sh).
+# (Vulkan on Mesa's lavapipe, a software GPU), and the ARM64 leg under emulation (scripts/arm64.sh).
 # What only a new machine pays for (lavapipe's compiled pipelines, the arm64 root) is prepared in the
 # background from the start. KAZEIA_GGML other than vulkan skips the Vulkan pass; KAZEIA_SKIP_ARM64=1
 # the ARM64 leg.
@@ -30,13 +30,13 @@ if [[ -n "$quick" ]]; then
 fi
 
 # Two jobs run in the background (started below), beside the legs, on about a core each where a new
-# machine would otherwise leave one idle for most of an hour: the Vulkan pass (step 4), whose first
+# machine would otherwise leave one idle for most of an hour: the Vulkan pass (step 5), whose first
 # run compiles lavapipe's pipelines with LLVM one at a time (~30 min on a new machine, seconds from
-# Mesa's cache), and the arm64 root with Kazeia's arm64 build for the ARM64 leg (step 5; ~20 min new,
+# Mesa's cache), and the arm64 root with Kazeia's arm64 build for the ARM64 leg (step 4; ~20 min new,
 # ~2 min under emulation when cached). Each one's output is printed where its step stands.
 prep="$(mktemp -d)"
 vulkan=""; [[ "$(cut -d- -f1 .venv/.kazeia-ggml)" == vulkan ]] && vulkan=1
-# 4. the `accel` tests with Vulkan0 on lavapipe: placement and the workbench's placement A/B
+# 5. the `accel` tests with Vulkan0 on lavapipe: placement and the workbench's placement A/B
 vulkan_pass() {   # (in a subshell: lavapipe's environment stays there)
   eval "$(bash scripts/vulkan_deps.sh lavapipe)"
   devices="$(.venv/bin/kazeia devices)"   # (captured: `| grep -q` closes the pipe on kazeia mid-write)
@@ -112,15 +112,8 @@ for level in "${levels[@]:1}"; do
     -m "(kernels or parity or not slow) and not (accel or arm64_host)" "$@"
 done
 
-if [[ -n "$vulkan" ]]; then
-  leg "the accel tests on Vulkan0 (lavapipe), run in the background since the start:"
-  joined vulkan
-else
-  echo "ggml is not the Vulkan build (KAZEIA_GGML=$KAZEIA_GGML): the Vulkan pass is skipped" >&2
-fi
-
-# 5. ARM64 under emulation (scripts/arm64.sh): an arm64 Debian root and Kazeia's arm64 build (cached
-# in ~/.cache/kazeia/arm64, prepared in the background above), the CPU levels of emulated cores, the
+# 4. ARM64 under emulation (scripts/arm64.sh): an arm64 Debian root and Kazeia's arm64 build (cached
+# in ~/.cache/kazeia/arm64, set up in the background above), the CPU levels of emulated cores, the
 # kernel checks at every ARM level and the `arm64` tests. It needs root (a chroot) and an x86-64 host;
 # KAZEIA_SKIP_ARM64=1 leaves it out (CI never sets it).
 if [[ -n "$arm64" ]]; then
@@ -128,5 +121,14 @@ if [[ -n "$arm64" ]]; then
   joined arm64
   leg "ARM64 leg (emulated)"
   bash scripts/arm64.sh checks "$@"
+fi
+
+# 5. the `accel` tests on Vulkan0 (lavapipe), from the background job above: on a new machine it is
+# still compiling pipelines when the CPU legs end, so the ARM64 leg goes first
+if [[ -n "$vulkan" ]]; then
+  leg "the accel tests on Vulkan0 (lavapipe), run in the background since the start:"
+  joined vulkan
+else
+  echo "ggml is not the Vulkan build (KAZEIA_GGML=$KAZEIA_GGML): the Vulkan pass is skipped" >&2
 fi
 leg "all passed"
