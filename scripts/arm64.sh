@@ -109,35 +109,42 @@ enter() {
 
 # What the root's venv needs from PyPI, resolved and unpacked by the host's pip at native speed: the
 # project's dependencies, its build requirements, pip and the test runner, as arm64 wheels for the
-# root's Python and glibc (pip --platform/--target). The same pip run under emulation took ~15 min
+# root's Python and glibc (pip --platform/--target). The same pip run under emulation took over 14 min
 # on 2 cores. setup.sh in the root then finds them met and builds Kazeia alone. Markers are the host's
 # (pip evaluates them on the machine it runs on): a requirement met only on arm64 is installed by
 # setup.sh in the root, as before.
 host_wheels() {
-  [[ -x "$root$venv/bin/python" ]] || enter python3 -m venv --without-pip "$venv"
-  local project_met
-  project_met='python scripts/requirements_met.py --project && python scripts/requirements_met.py "pip>=24" \
-    "pytest>=8" "pytest-timeout>=2.3"'
-  (cd "$repo" && enter bash -c "$project_met" >/dev/null 2>&1) && return
+  local pip_venv="$cache/host-pip"   # (the host's own pip, whatever python3 the host has)
+  [[ -x "$pip_venv/bin/python" ]] || "${PYTHON:-python3}" -m venv "$pip_venv"
+  # (pip 23 checks Requires-Python against the host's Python, not --python-version's)
+  "$pip_venv/bin/python" "$repo/scripts/requirements_met.py" "pip>=24" >/dev/null \
+    || "$pip_venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade "pip>=24"
   local py libc plats=() m
   read -r py libc < <(enter python3 -c 'import platform, sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}", platform.libc_ver()[1])')
-  for ((m = ${libc#2.}; m >= 17; m--)); do plats+=(--platform "manylinux_2_${m}_aarch64"); done
-  local pip_venv="$cache/host-pip"   # (the host's own pip, whatever python3 the host has)
-  [[ -x "$pip_venv/bin/pip" ]] || "${PYTHON:-python3}" -m venv "$pip_venv"
-  log "arm64 wheels for Python $py, glibc $libc: resolved and unpacked on the host"
-  mapfile -t requirements < <(cd "$repo" && "$pip_venv/bin/python" - <<'PY'
+  mapfile -t requirements < <(cd "$repo" && enter python3 - <<'PY'
 import tomllib
 with open("pyproject.toml", "rb") as f:
     toml = tomllib.load(f)
 for r in toml["project"]["dependencies"] + toml["build-system"]["requires"]:
     if not r.startswith("libggml-python"):   # (setup.sh builds it in the root)
         print(r)
+print("pip>=24", "pytest>=8", "pytest-timeout>=2.3", sep="\n")
 PY
 )
-  "$pip_venv/bin/python" -m pip install -q --disable-pip-version-check --no-compile --upgrade \
+  # The venv is made again, whole, when what it was made from changes (a wheel replaced in place would
+  # leave the old version's metadata beside the new one's).
+  local recipe stamp="$root$venv/.host-wheels"
+  recipe="$(printf '%s\n' "$py" "$libc" "$("$pip_venv/bin/python" -m pip --version | cut -d' ' -f2)" \
+            "${requirements[@]}" | sha256sum | cut -c1-16)"
+  [[ -x "$root$venv/bin/python" && "$(cat "$stamp" 2>/dev/null)" == "$recipe" ]] && return
+  log "arm64 wheels for Python $py, glibc $libc: resolved and unpacked on the host"
+  rm -rf "${root:?}$venv"
+  enter python3 -m venv --without-pip "$venv"
+  for ((m = ${libc#2.}; m >= 17; m--)); do plats+=(--platform "manylinux_2_${m}_aarch64"); done
+  "$pip_venv/bin/python" -m pip install -q --disable-pip-version-check --no-compile \
     --only-binary=:all: "${plats[@]}" --python-version "$py" --implementation cp --abi "cp${py/./}" \
-    --target "$root$venv/lib/python$py/site-packages" \
-    "${requirements[@]}" "pip>=24" "pytest>=8" "pytest-timeout>=2.3"
+    --target "$root$venv/lib/python$py/site-packages" "${requirements[@]}"
+  echo "$recipe" > "$stamp"
 }
 
 # The root, then setup.sh in it as a user runs it (ggml and Kazeia built by the x86-64 cross compiler,
