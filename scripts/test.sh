@@ -70,7 +70,7 @@ export KAZEIA_REQUIRE_REFERENCE=1 KAZEIA_REF_PYTHON="$ref_venv/bin/python"
 [[ -n "$arm64" ]] && bash scripts/arm64.sh host
 declare -A prep_pid
 kill_tree() { local child; for child in $(pgrep -P "$1"); do kill_tree "$child"; done; kill "$1" 2>/dev/null || true; }
-trap 'for p in "${prep_pid[@]}"; do kill_tree "$p"; done' EXIT   # (a failed leg stops them too)
+trap 'for p in "${prep_pid[@]}"; do kill_tree "$p"; done; rm -rf "$prep"' EXIT   # (a failed leg stops them too)
 if [[ -n "$vulkan" ]]; then (vulkan_pass "$@") > "$prep/vulkan.log" 2>&1 & prep_pid[vulkan]=$!; fi
 # (the CPU build there: the host's Vulkan flavour would compile ggml's shaders with glslc under qemu,
 # most of an hour, for a backend the leg does not test)
