@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from .options import (DefaultsHelpFormatter, OVERLAP_HELP, THREADS_HELP, check_output_path, options_from,
                       read_text_file, thread_count)
@@ -37,6 +38,8 @@ def add_parser(sub) -> None:
     feed.add_argument("--no-streaming-text", dest="streaming_text", action="store_false",
                       help="whole text in the prompt (default for CustomVoice and VoiceDesign)")
     s.add_argument("--codes-out", default=None, help="also save the codes [frames, 16] as .npy")
+    s.add_argument("--subtitles", action="append", choices=["srt", "vtt"], default=None,
+                   help="also write subtitles beside the output, a cue per chunk (repeat for both)")
     long = s.add_argument_group("long texts, dialogue and pauses (docs/speaking.md)")
     long.add_argument("--cast", default=None,
                       help="TOML file naming the voices [voice=NAME] and 'Name: text' lines may use")
@@ -76,6 +79,7 @@ class SayOptions:
     stream: bool = False
     streaming_text: bool | None = None
     codes_out: str | None = None
+    subtitles: list[str] | None = None
     cast: str | None = None
     lexicon: list[str] | None = None
     pause_sentence: float = 150.0
@@ -143,6 +147,9 @@ def say(o: SayOptions) -> int:
     write_audio(o.output, result.audio, result.sample_rate)
     if o.codes_out:
         np.save(o.codes_out, result.codes)
+    if o.subtitles:   # (one prompt: one cue)
+        from ..book.assemble import Cue
+        _write_subtitles(o, [Cue(0, len(result.audio), " ".join(chunk.written.split()), 0)], result.sample_rate)
     _print_rewrites(composition)
     print(f"wrote {o.output}: {result.timings.audio_seconds:.2f} s of audio, stopped by {result.stop_reason}")
     print(result.timings.summary())
@@ -165,33 +172,49 @@ def _compose_for_say(engine, text: str, o: SayOptions, voice):
 
 
 def _say_long(engine, composition, sampling, o: SayOptions) -> int:
-    """Several chunks (or pauses, or trimming): spoken through the batched engine and joined."""
+    """Several chunks (or pauses, or trimming): spoken through the batched engine, each chunk kept on
+    disk as it ends and the file written from them (book/take.py: memory stays flat; after a stop,
+    the same command resumes)."""
+    import time
+
     import numpy as np
 
-    from ..audio_io import write_audio
-    from ..long_text import speak
+    from ..book.take import write_take
     from ..text.join import JoinSettings
     chunks = composition.chunks
     bar = None
     if sys.stderr.isatty():
         from tqdm import tqdm
         bar = tqdm(total=len(chunks), unit="chunk", desc="speaking", file=sys.stderr)
+    start = time.perf_counter()
     try:
-        result = speak(engine, composition, sampling, JoinSettings(trim_silence=o.trim_silence),
-                       max_batch=o.batch, on_chunk=lambda take, total: bar.update(1) if bar else None)
+        take = write_take(engine, composition, sampling, o.output, JoinSettings(trim_silence=o.trim_silence),
+                          o.batch, on_chunk=lambda done: bar.update(1) if bar else None)
     finally:
         if bar is not None:
             bar.close()
-    write_audio(o.output, result.audio, result.sample_rate)
+    seconds = time.perf_counter() - start
+    if take.kept:
+        print(f"resumed: {take.kept} of {take.chunks} chunk(s) were kept from the run before", file=sys.stderr)
     if o.codes_out:
-        np.save(o.codes_out, result.codes)
+        np.save(o.codes_out, take.codes)
+    _write_subtitles(o, take.assembled.cues, take.assembled.sample_rate)
     _print_rewrites(composition)
-    for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    frames = sum(len(c.result.codes) for c in result.chunks)
-    print(f"wrote {o.output}: {result.audio_seconds:.2f} s of audio in {len(chunks)} chunk(s), {frames} frames")
-    print(f"TTFA {result.ttfa_ms:.0f} ms, {result.total_ms / 1000:.2f} s in all, RTF {result.rtf:.2f}")
+    for index in take.limited:
+        chunk = chunks[index]
+        print(f"warning: chunk {index + 1} (line {chunk.at.line}) reached its frame limit before it ended: its "
+              f"speech may be cut or run on", file=sys.stderr)
+    audio_seconds = take.assembled.seconds
+    print(f"wrote {o.output}: {audio_seconds:.2f} s of audio in {len(chunks)} chunk(s), {len(take.codes)} frames")
+    print(f"{seconds:.2f} s in all, RTF {seconds / audio_seconds if audio_seconds else float('nan'):.2f}")
     return 0
+
+
+def _write_subtitles(o: SayOptions, cues, sample_rate: int) -> None:
+    from ..book.subtitles import write_subtitles
+    for kind in o.subtitles or ():
+        path = write_subtitles(Path(o.output).with_suffix(f".{kind}"), cues, sample_rate)
+        print(f"wrote {path}")
 
 
 def _print_rewrites(composition) -> None:

@@ -195,6 +195,7 @@ class TakeAssembler:
         self._held = None                       # its end, not yet added: (start, samples, head gains)
         self._chunk: list[np.ndarray] | None = None   # the chunk in progress
         self._start = self._head = self._placed = 0  # its start, head fade (-1: not placed), samples added
+        self.spans: list[tuple[int, int]] = []   # each ended chunk's [start, end) in the take (join_offsets')
 
     # -- pieces ---------------------------------------------------------------------------------
     def pause(self, ms: float) -> np.ndarray:
@@ -215,11 +216,17 @@ class TakeAssembler:
         return self._advance(final=False)
 
     def end_chunk(self) -> np.ndarray:
-        if self._chunk is None:   # a chunk with no audio: holds its place, joins nothing
-            return np.zeros(0, np.float32)
-        if self.settings.trim_silence:
+        if self._chunk is not None and self.settings.trim_silence:
             self._chunk = [trim(np.concatenate(self._chunk), self.sample_rate, self.settings)]
+        if self._chunk is None or not sum(len(a) for a in self._chunk):
+            # a chunk with no audio holds its place and joins nothing: an empty span where it would start
+            pause = int(round(self.sample_rate * self._pause / 1000)) if self._pause else 0
+            at = (self._last_end if self._last_end is not None else 0) + pause
+            self.spans.append((at, at))
+            self._chunk = None
+            return np.zeros(0, np.float32)
         out = self._advance(final=True)
+        self.spans.append((self._start, self._start + len(self._chunk[0])))
         self._chunk = None
         return out
 
