@@ -16,6 +16,18 @@ FORMATS = {".wav": ("WAV", "FLOAT"), ".flac": ("FLAC", "PCM_24")}
 NAMED_FORMATS = {"wav": (".wav", "WAV", "FLOAT"), "wav16": (".wav", "WAV", "PCM_16"), "flac": (".flac", "FLAC", "PCM_24")}
 
 
+SFC_SET_ADD_PEAK_CHUNK = 0x1050   # libsndfile's sf_command
+
+
+def reproducible(f: soundfile.SoundFile) -> soundfile.SoundFile:
+    """`f` (just opened for writing) without the PEAK chunk libsndfile adds to float WAV files: it
+    holds the time of writing, so two writes of the same audio would differ in bytes (a resumed
+    book against one run). Through soundfile's libsndfile handle: soundfile has no call for it."""
+    if f.format in ("WAV", "WAVEX", "RF64") and f.subtype in ("FLOAT", "DOUBLE"):
+        soundfile._snd.sf_command(f._file, SFC_SET_ADD_PEAK_CHUNK, soundfile._ffi.NULL, 0)
+    return f
+
+
 def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int, subtype: str | None = None,
                 title: str | None = None, params: dict | None = None) -> Path:
     """WAV (32-bit float, or `subtype`) or FLAC (24-bit) by extension; written next to the target
@@ -27,6 +39,7 @@ def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int, su
         raise ValueError(f"{path}: unsupported audio format (use {', '.join(FORMATS)})")
     with atomic_path(path) as partial, soundfile.SoundFile(partial, "w", sample_rate, 1, format=fmt[0],
                                                            subtype=subtype or fmt[1]) as f:
+        reproducible(f)
         if title:
             f.title = title[:200]
         if params is not None:

@@ -14,6 +14,7 @@ import numpy as np
 import soundfile
 
 from ..atomic import atomic_path
+from ..audio_io import reproducible
 
 BLOCK = 1 << 16   # samples read and written at a time (~2.7 s at 24 kHz)
 # chapter formats: suffix, libsndfile's container and sample type
@@ -45,6 +46,7 @@ def write_chapter(chapter: ExportChapter, out: Path, fmt: str) -> Path:
     rate = soundfile.info(str(chapter.raw)).samplerate
     with atomic_path(out) as partial:
         with soundfile.SoundFile(str(partial), "w", rate, 1, format=container, subtype=subtype) as f:
+            reproducible(f)
             f.title = chapter.title[:200]
             for block in _blocks(chapter.raw, chapter.gain_db):
                 f.write(np.clip(block, -1.0, 1.0))

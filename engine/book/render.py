@@ -107,6 +107,18 @@ def spoken_text(chapter: Chapter, pause_ms: float) -> str:
     return f"{title} [pause:{pause_ms:g}ms]\n\n{rest}"
 
 
+def _only_markup(chapter: Chapter) -> bool:
+    """Text after the title, all of it markup (a part divider with no text at all is its title alone)."""
+    from ..text.markup import Speech, parse
+    _, _, body = chapter.text.partition("\n\n")
+    if not body.strip():
+        return False
+    try:
+        return not any(isinstance(item, Speech) and item.text.strip() for item in parse(body))
+    except MarkupError:
+        return False   # (compose names it, with its line and column)
+
+
 def _redo_seeds(work: Path) -> dict[str, int]:
     try:
         data = json.loads((work / "redo.json").read_text(encoding="utf-8"))
@@ -158,6 +170,10 @@ def plan_book(book: Book, engine, options: BookOptions) -> BookPlan:
             continue
         except ValueError as e:
             problems.append((label, str(e)))
+            continue
+        if _only_markup(chapter):
+            problems.append((f"{label}, {chapter.where(3)}", "the chapter has markup but no words to say "
+                                                             "(after its title)"))
             continue
         for key, seed in seeds.items():
             chapter_no, _, chunk = key.partition(":")

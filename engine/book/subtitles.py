@@ -1,6 +1,8 @@
 """Subtitles (WebVTT and SRT, written with webvtt-py) from where each chunk is heard in a take: one cue
 per chunk, from its first to its last sample in the final audio, so a pause's silence falls between
-cues. Crossfaded chunks overlap by the crossfade (a few ms); a cue ends where the next begins."""
+cues. Crossfaded chunks overlap by the crossfade (a few ms); a cue ends where the next begins. A
+text's angle brackets would be read as formatting tags by players: WebVTT gets them escaped, SRT
+(which has no escapes) as the look-alike quotation marks ‹ ›."""
 from __future__ import annotations
 
 import io
@@ -31,7 +33,10 @@ def subtitles(cues: list[Cue], sample_rate: int, fmt: str) -> str:
     captions = []
     for k, cue in enumerate(shown):
         end = min(cue.end, shown[k + 1].start) if k + 1 < len(shown) else cue.end
-        text = cue.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") if fmt == "vtt" else cue.text
+        if fmt == "vtt":
+            text = cue.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        else:
+            text = cue.text.replace("<", "\u2039").replace(">", "\u203a")
         captions.append(webvtt.Caption(_clock(cue.start, sample_rate), _clock(max(end, cue.start + 1), sample_rate),
                                        textwrap.wrap(text, LINE_CHARS) or [""]))
     out = io.StringIO()

@@ -52,7 +52,7 @@ def write_take(engine, composition: Composition, sampling: SamplingParams, outpu
         if on_chunk:
             on_chunk(done)
     digests = [j.hash for j in jobs]
-    assembled = assemble(composition, digests, store, output, join, subtype=subtype, fmt=container)
+    assembled = assemble(composition, digests, store, output, join, subtype=subtype, fmt=container, measure=False)
     codes = np.concatenate([store.read_codes(d) for d in digests]) if digests else np.zeros((0, 16), np.int32)
     limited = [j.tag for j in jobs if store.stop_reason(j.hash) == "limit"]
     shutil.rmtree(work, ignore_errors=True)
