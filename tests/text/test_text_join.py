@@ -261,7 +261,8 @@ def test_bad_pieces_and_arguments_are_named():
 @pytest.mark.parametrize("seed", range(40))
 def test_the_assembler_streams_exactly_what_join_makes(seed):
     """Random pieces (chunks long and very short, pauses of 0 ms and more, leading and trailing
-    pauses, empty chunks), each chunk fed in random parts: the streamed samples are join's, bit for bit."""
+    pauses, empty chunks), each chunk fed in random parts: the streamed samples are join's, bit for
+    bit, and each chunk's span is join_offsets' (subtitles are made from these)."""
     rng = np.random.default_rng(seed)
     settings = JoinSettings(crossfade_ms=float(rng.choice([0.0, 1.0, 5.0, 30.0])),
                             trim_silence=bool(seed % 5 == 4))
@@ -287,3 +288,4 @@ def test_the_assembler_streams_exactly_what_join_makes(seed):
             streamed.append(assembler.pause(piece))
     streamed.append(assembler.finish())
     np.testing.assert_array_equal(np.concatenate(streamed), join(pieces, SR, settings))
+    assert assembler.spans == join_offsets(pieces, SR, settings)
