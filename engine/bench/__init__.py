@@ -24,6 +24,11 @@ def main_bench(args) -> int:
         result = bench_agent(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
                              rates=tuple(args.rates), counts=tuple(args.clients or [1, 4]), frames=frames_cap or 120,
                              threads=args.threads, runs=args.runs, model_path=args.model, progress=not args.quiet)
+    elif args.book:
+        from .book import bench_book
+        result = bench_book(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
+                            batch=max(args.batch or [4]), threads=args.threads, runs=args.runs,
+                            model_path=args.model, frames_cap=frames_cap or 24, progress=not args.quiet)
     elif args.long:
         from .long import bench_long
         result = bench_long(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
