@@ -20,6 +20,8 @@ COMMANDS = (
     Command("open_demo", "&File", "Open the demo model"),
     Command("get_models", "&File", "Get models...", help="download a released model, convert it and open it"),
     Command("export", "&File", "Export selected takes...", ("Ctrl+E",), "export the selected takes"),
+    Command("book", "&File", "Speak a book...",
+            help="a book (EPUB, Markdown, text) to chapter files, subtitles and an M4B, in the current voice"),
     Command("serve", "&File", "Serve this model...", help="the model as a speech service: OpenAI's API, Wyoming"),
     Command("quit", "&File", "Quit", ("Ctrl+Q",)),
     Command("generate", "&Takes", "Generate", ("Ctrl+Return", "Ctrl+Enter"), "generate a take"),

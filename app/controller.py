@@ -290,6 +290,33 @@ def _script(worker: _Worker, job: Job, request: dict):
                   on_line=lambda _, entry, summary: job.progress.emit((entry, summary)), stop=job.cancelled.is_set)
 
 
+def _book(worker: _Worker, job: Job, request: dict):
+    """A book through the book core (as `kazeia book`), in the window's voice and sampling (its seed
+    and frame limit too); resumes what the folder holds. Progress goes out as plain snapshots (the
+    Progress object stays on this thread)."""
+    from kazeia.engine.book.loudness import LoudnessTarget
+    from kazeia.engine.book.render import BookOptions, plan_book, render_book
+    from kazeia.engine.book.source import read_book
+    engine = worker.require_engine()
+    voice = None
+    if request.get("voice_profile"):
+        from kazeia.engine.voice import load_voice
+        voice = load_voice(request["voice_profile"], engine.model)
+    options = BookOptions(Path(request["out_dir"]), formats=tuple(request["formats"]), m4b=request["m4b"],
+                          loudness=LoudnessTarget(request["loudness"], -3.0, request["per"]),
+                          speaker=request.get("speaker"), language=request.get("language") or "auto",
+                          instruct=request.get("instruct"), voice=voice, batch=int(request.get("batch", 4)),
+                          sampling=request.get("sampling"), seed=request["sampling"].seed if request.get("sampling") else 0,
+                          lexicon=request.get("lexicon"))
+    plan = plan_book(read_book(request["book"]), engine, options)
+
+    def progress(p) -> None:
+        job.progress.emit({"chapter_chunks": dict(p.chapter_chunks), "chapters_written": list(p.chapters_written),
+                           "chunks_done": p.chunks_done, "chunks_total": p.chunks_total, "chunks_kept": p.chunks_kept,
+                           "seconds_left": p.seconds_left, "stage": p.stage})
+    return render_book(plan, engine, progress, stop=job.cancelled.is_set)
+
+
 def _voice(worker: _Worker, job: Job, name: str, audio_path: str, transcript, out_path: str) -> str:
     engine = worker.require_engine()
     if engine.info.variant != "base":
@@ -319,7 +346,7 @@ class EngineController(QObject):
         self._thread, self._worker = self._start_worker("kazeia-engine", self._run)
         self._service_thread, self._service = self._start_worker("kazeia-service", self._run_service)
         self.take: Job | None = None     # the take queued or running
-        self.script: Job | None = None   # the script rendering (takes wait for it)
+        self.script: Job | None = None   # the script or book rendering (takes wait for it)
         self.pull: Job | None = None     # the model download running
         self.serving: Serving | None = None
         self.loading = False
@@ -381,6 +408,14 @@ class EngineController(QObject):
         if not self._idle():
             return None
         self.script = self._until_done(Job("script", partial(_script, request=dict(request))), self._script_ended)
+        return self.script
+
+    def render_book(self, request: dict) -> Job | None:
+        """request: book, out_dir, formats, loudness, per, m4b and the voice (speaker, language, instruct,
+        voice_profile). None while a take or another render runs, or no model is loaded."""
+        if not self._idle():
+            return None
+        self.script = self._until_done(Job("book", partial(_book, request=dict(request))), self._script_ended)
         return self.script
 
     def create_voice(self, name: str, audio_path: str, transcript: str | None, out_path: Path) -> Job:

@@ -30,6 +30,7 @@ from .panels.latency import LatencyPanel
 from .panels.lexicon import LexiconPanel
 from .panels.models import ModelsPanel
 from .panels.sampling import SamplingPanel
+from .panels.book import BookPanel
 from .panels.script import ScriptPanel
 from .panels.serve import ServePanel
 from .panels.takes import TakesPanel
@@ -149,10 +150,12 @@ class MainWindow(QMainWindow):
         self.serve_dialog = self._dialog_of(self.serve, "Serve this model", (720, 480))
         self.models = ModelsPanel(self.settings)
         self.models_dialog = self._dialog_of(self.models, "Get models", (760, 440))
+        self.book = BookPanel(self.settings)
+        self.book_dialog = self._dialog_of(self.book, "Speak a book", (760, 640))
         self.outer.addWidget(self.workspace, 1)
         # the panels, listed once: settings restored at start and saved on close, the model given to each
         self.panels = (self.backend, self.voice, self.sampling, self.latency, self.takes, self.compare, self.library,
-                       self.script, self.pronunciation, self.serve)
+                       self.script, self.pronunciation, self.serve, self.book)
 
         self.no_output = QLabel("")
         self.statusBar().addPermanentWidget(self.no_output)
@@ -196,6 +199,7 @@ class MainWindow(QMainWindow):
                 "new_voice": self.library.new_from_audio,
                 "show_voices": lambda: self.workspace.show_page(self.library), "shortcuts": lambda: self._info_box("Shortcuts", "\n".join(shortcut_lines())),
                 "pronunciation": self.pronunciation_dialog.show, "serve": self.serve_dialog.show,
+                "book": self.book_dialog.show,
                 "get_models": self.show_models, "modes": self.show_modes_help,
                 "messages": lambda: self._info_box("Messages", self.session.recent_messages())}
 

@@ -27,6 +27,7 @@ class Presenter(QObject):
     voice_created = Signal(str)
     preview_played = Signal(object)   # audio
     script_finished = Signal(object)  # RenderSummary
+    book_finished = Signal(object)    # book.render.BookResult, or the message of what failed
 
     def __init__(self, view, session: Session, audio):
         super().__init__(view)
@@ -69,6 +70,11 @@ class Presenter(QObject):
         s.render_requested.connect(self.render_script)
         s.stop_requested.connect(self.controller.cancel)
         s.play_requested.connect(self.playback.play_file)
+        bk = v.book
+        bk.render_requested.connect(self.render_book)
+        bk.stop_requested.connect(self.controller.cancel)
+        bk.play_file_requested.connect(self.playback.play_file)
+        bk.play_audio_requested.connect(self.playback.play_audio)
         v.models.open_requested.connect(lambda path: self.load_model(path))
         v.models.pull_requested.connect(self.pull_model)
         v.models.cancel_requested.connect(self.controller.cancel_pull)
@@ -400,6 +406,47 @@ class Presenter(QObject):
         self.view.script.set_rendering(False)
         self.view.generate_button.setEnabled(self.session.info is not None)
         self.view.show_error(message)
+
+    # ---- books -------------------------------------------------------------------------------
+    def render_book(self, request: dict):
+        """Renders a book on the worker in the window's current voice; returns its Job, or None
+        with the reason shown."""
+        v = self.view
+        if self.controller.busy:
+            v.show_status("a take is running: render the book after it (stop it with Esc)", 5000)
+            return None
+        try:
+            voice = v.voice.request()
+        except ValueError as e:
+            v.show_error(str(e))
+            return None
+        profile = voice.pop("voice_profile")
+        request = {**request, **voice, "voice_profile": self.session.profile_path(profile),
+                   "sampling": v.sampling.params(self.session.info), "lexicon": v.pronunciation.lexicon}
+        job = self.controller.render_book(request)
+        if job is None:
+            v.show_status("no model is loaded" if self.session.info is None else "a render is already running", 5000)
+            return None
+        job.progress.connect(v.book.show_progress)
+        job.finished.connect(self._on_book_finished)
+        job.failed.connect(self._on_book_failed)
+        v.book.set_rendering(True)
+        v.generate_button.setEnabled(False)
+        return self.controller.submit(job)
+
+    def _on_book_finished(self, result) -> None:
+        v = self.view
+        v.book.set_rendering(False)
+        v.book.show_finished(result)
+        v.generate_button.setEnabled(self.session.info is not None)
+        self.book_finished.emit(result)
+
+    def _on_book_failed(self, message: str) -> None:
+        self.view.book.set_rendering(False)
+        self.view.generate_button.setEnabled(self.session.info is not None)
+        self.view.book.progress.setText(message)
+        self.view.show_error(message)
+        self.book_finished.emit(message)
 
     # ---- voices ------------------------------------------------------------------------------
     def add_voice(self, audio_path: str, name: str | None = None, transcript: str | None = None) -> str | None:

@@ -259,7 +259,7 @@ def _write_chapter(work: Path, planned: PlannedChapter, store: ChunkStore, join:
     with atomic_path(meta_path.with_suffix(".npy")) as partial:
         with open(partial, "wb") as f:
             np.save(f, done.loudness_hops)
-    meta = {"digests": planned.digests, "samples": done.samples, "loudness": done.loudness,
+    meta = {"digests": planned.digests, "samples": done.samples, "sample_rate": done.sample_rate, "loudness": done.loudness,
             "true_peak": done.true_peak, "cues": [vars(c) for c in done.cues]}
     atomic_write_text(meta_path, json.dumps(meta, ensure_ascii=False))   # (last: the chapter counts from here)
     return done
