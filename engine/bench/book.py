@@ -105,25 +105,29 @@ def bench_book(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "
         result["chapter"] = {"chunks": len(plan.chapters[0].jobs), "audio_s": round(done.seconds, 2),
                              "one_at_a_time_s": round(seq, 2), "batched_s": round(bat, 2),
                              "batched_speedup": round(seq / bat, 3), "rounds": rounds}
-        # a kill -9 at a random moment, then the same command
+        # a kill -9 at a random moment while chunks are being made (after a random number of them), then
+        # the same command
         rng = random.Random(seed)
         book = _write_book(tmp / "resume.md", 1)
         out = tmp / "resume"
+        total = sum(len(c.jobs) for c in plan_book(read_book(book), engine, BookOptions(out, speaker=speaker,
+                                                                                        max_frames=frames_cap)).chapters)
+        target = rng.randint(1, max(1, total - 2 * batch))
         command = _book_command(path, book, out, speaker, threads, batch, frames_cap)
-        whole_s = memory[0]["wall_s"]
-        at = rng.uniform(0.2, 0.8) * whole_s
+        journal = out / WORK / "chunks" / "journal.jsonl"
+        start = time.perf_counter()
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(at)
+        while proc.poll() is None and not (journal.exists() and len(journal.read_text().splitlines()) >= target):
+            time.sleep(0.01)
+        killed_after = time.perf_counter() - start
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         proc.wait()
-        journal = out / WORK / "chunks" / "journal.jsonl"
         kept = len(journal.read_text().splitlines()) if journal.exists() else 0
         subprocess.run(command, check=True, capture_output=True)
-        total = len((out / WORK / "chunks" / "journal.jsonl").read_text().splitlines())
         chunk_s = _audio_seconds(out) / max(1, total)
-        result["resume"] = {"killed_after_s": round(at, 2), "chunks": total, "kept": kept,
-                            "made_again_at_most_in_flight": min(2 * batch, total - kept),
-                            "in_flight_limit": 2 * batch,
-                            "audio_lost_at_most_s": round(min(2 * batch, total - kept) * chunk_s, 2)}
+        in_flight = min(2 * batch, total - kept)   # (queued on the batcher at the kill: their work is lost)
+        result["resume"] = {"killed_after_s": round(killed_after, 2), "chunks": total, "kept": kept,
+                            "made_again": total - kept, "in_flight_at_most": in_flight,
+                            "audio_lost_at_most_s": round(in_flight * chunk_s, 2)}
     return result

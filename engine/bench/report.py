@@ -73,8 +73,9 @@ def summary(result: dict) -> str:
         lines.append(f"one chapter ({c['chunks']} chunks, {c['audio_s']:.0f} s of audio): batched {c['batched_s']:.1f} s, "
                      f"one chunk at a time {c['one_at_a_time_s']:.1f} s: {c['batched_speedup']:.2f}x; medians of "
                      f"{result['runs']} alternating round(s)")
-        lines.append(f"kill -9 after {r['killed_after_s']:.1f} s: {r['kept']} of {r['chunks']} chunks kept, at most "
-                     f"{r['made_again_at_most_in_flight']} made again ({r['audio_lost_at_most_s']:.1f} s of audio)")
+        lines.append(f"kill -9 after {r['killed_after_s']:.1f} s: {r['kept']} of {r['chunks']} chunks kept, "
+                     f"{r['made_again']} made by the next run; lost: at most the {r['in_flight_at_most']} in flight "
+                     f"({r['audio_lost_at_most_s']:.1f} s of audio)")
         return "\n".join(lines)
     if stage == "agent":
         lines[0] += f", {result['type']}; an answer of {result['answer_tokens']} tokens, {result['frames']} frames"

@@ -1,8 +1,9 @@
 """One screen size, in its own process on its own X server (test_workbench_layout.py starts both):
 opens the workbench full-screen on the demo model, makes a take with a long name, then shows
-every page and lists what is cut (layout_check). Prints one JSON line; writes screenshots.
+every page and lists what is cut (layout_check). Prints one JSON line; writes screenshots. With
+--book, also the Book dialog with a small book rendered, at the screen's size.
 
-    python tests/support/workbench_at_size.py OUT_DIR NAME [--theme light|dark] [--touch on|off]"""
+    python tests/support/workbench_at_size.py OUT_DIR NAME [--theme light|dark] [--touch on|off] [--book]"""
 from __future__ import annotations
 
 import argparse
@@ -22,6 +23,7 @@ def main() -> int:
     parser.add_argument("name")
     parser.add_argument("--theme", default="light")
     parser.add_argument("--touch", default="off")
+    parser.add_argument("--book", action="store_true")
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="kazeia-size-"))
     os.environ["KAZEIA_DATA_DIR"] = str(data / "data")
@@ -94,12 +96,45 @@ def walk(app, window, screen, args) -> int:
             shot = out / f"{args.name}{'' if i == 0 else '-' + page.lower()}.png"
             window.grab().save(str(shot))
             shots.append(str(shot))
+    if args.book:
+        found, shot = book_dialog(window, screen, wait, out / f"{args.name}-book.png",
+                                  Path(tempfile.mkdtemp(prefix="kazeia-book-")))
+        if found:
+            problems["Book"] = found
+        if shot:
+            shots.append(str(shot))
     print(json.dumps({"arrangement": ws.arrangement, "window": [window.width(), window.height()],
                       "screen": [screen.availableGeometry().width(), screen.availableGeometry().height()],
                       "dpr": screen.devicePixelRatio(), "minimum": [window.minimumSizeHint().width(),
                                                                      window.minimumSizeHint().height()],
                       "problems": problems, "screenshots": shots}))
     return 0
+
+
+def book_dialog(window, screen, wait, shot: Path, data: Path):
+    """The Book dialog fitted to the screen, a small book rendered in it, a chapter and a chunk
+    selected: what is cut, and its screenshot (None when the render did not end)."""
+    from books import make_epub
+    from layout_check import clipped
+    window.sampling.max_frames.setValue(6)
+    dialog, panel = window.book_dialog, window.book
+    area = screen.availableGeometry()
+    dialog.resize(min(760, area.width() - 40), min(640, area.height() - 80))
+    dialog.show()
+    panel.open_book(str(make_epub(data / "book.epub")))
+    done = []
+    window.presenter.book_finished.connect(lambda *a: done.append(1))
+    panel.render_button.click()
+    if not wait(lambda: bool(done), 120):
+        return ["the book's render did not end"], None
+    wait(lambda: False, 0.2)
+    row = next(r for r in range(panel.chapters.rowCount()) if panel.chapters.item(r, 0).text() == "1")
+    panel.chapters.selectRow(row)
+    panel.chunks.selectRow(1)
+    wait(lambda: False, 0.2)
+    found = clipped(dialog)
+    dialog.grab().save(str(shot))
+    return found, shot
 
 
 if __name__ == "__main__":
