@@ -28,7 +28,8 @@ def main_bench(args) -> int:
         from .book import bench_book
         result = bench_book(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
                             batch=max(args.batch or [4]), threads=args.threads, runs=args.runs,
-                            model_path=args.model, frames_cap=frames_cap or 24, progress=not args.quiet)
+                            model_path=args.model, frames_cap=frames_cap or 24, progress=not args.quiet,
+                            parts=tuple(p.strip() for p in args.book.split(",") if p.strip()))
     elif args.long:
         from .long import bench_long
         result = bench_long(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",

@@ -63,19 +63,24 @@ def summary(result: dict) -> str:
                      f"({result['one_sentence_ttfa_ms']:.0f} ms); medians of {result['runs']} alternating round(s)")
         return "\n".join(lines)
     if stage == "book":
-        m, c, r = result["memory"], result["chapter"], result["resume"]
         lines[0] += f", {result['type']}; batch {result['batch']}, chunks capped at {result['frames_cap']} frames"
-        rows = [[b["chapters"], f"{b['audio_s'] / 60:.1f}", f"{b['peak_rss_mb']:.0f}", f"{b['wall_s']:.0f}"]
-                for b in m["books"]]
-        lines += _table(["chapters", "audio min", "peak RSS MB", "wall s"], rows)
-        lines.append(f"memory per hour of audio: {m['mb_per_audio_hour']:+.1f} MB (the samples themselves: "
-                     f"{m['pcm_mb_per_audio_hour']:.0f} MB an hour)")
-        lines.append(f"one chapter ({c['chunks']} chunks, {c['audio_s']:.0f} s of audio): batched {c['batched_s']:.1f} s, "
-                     f"one chunk at a time {c['one_at_a_time_s']:.1f} s: {c['batched_speedup']:.2f}x; medians of "
-                     f"{result['runs']} alternating round(s)")
-        lines.append(f"kill -9 after {r['killed_after_s']:.1f} s: {r['kept']} of {r['chunks']} chunks kept, "
-                     f"{r['made_again']} made by the next run; lost: at most the {r['in_flight_at_most']} in flight "
-                     f"({r['audio_lost_at_most_s']:.1f} s of audio)")
+        if "memory" in result:
+            m = result["memory"]
+            rows = [[b["chapters"], f"{b['audio_s'] / 60:.1f}", f"{b['peak_rss_mb']:.0f}", f"{b['wall_s']:.0f}"]
+                    for b in m["books"]]
+            lines += _table(["chapters", "audio min", "peak RSS MB", "wall s"], rows)
+            lines.append(f"memory per hour of audio: {m['mb_per_audio_hour']:+.1f} MB (the samples themselves: "
+                         f"{m['pcm_mb_per_audio_hour']:.0f} MB an hour)")
+        if "chapter" in result:
+            c = result["chapter"]
+            lines.append(f"one chapter ({c['chunks']} chunks, {c['audio_s']:.0f} s of audio): batched "
+                         f"{c['batched_s']:.1f} s, one chunk at a time {c['one_at_a_time_s']:.1f} s: "
+                         f"{c['batched_speedup']:.2f}x; medians of {result['runs']} alternating round(s)")
+        if "resume" in result:
+            r = result["resume"]
+            lines.append(f"kill -9 after {r['killed_after_s']:.1f} s: {r['kept']} of {r['chunks']} chunks kept, "
+                         f"{r['made_again']} made by the next run; lost: at most the {r['in_flight_at_most']} in "
+                         f"flight ({r['audio_lost_at_most_s']:.1f} s of audio)")
         return "\n".join(lines)
     if stage == "agent":
         lines[0] += f", {result['type']}; an answer of {result['answer_tokens']} tokens, {result['frames']} frames"

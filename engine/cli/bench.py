@@ -39,10 +39,10 @@ def add_parser(sub) -> None:
     b.add_argument("--long", action="store_true",
                    help="a ~2,000-character text through the long-text front end: its chunks batched "
                         "(--batch, default 4) against one at a time, and TTFA against one sentence")
-    b.add_argument("--book", action="store_true",
-                   help="books of 2, 8 and 32 chapters through `kazeia book`: peak memory against the audio's "
-                        "length; a chapter batched against chunk after chunk; a kill -9 and resume "
-                        "(--frames caps each chunk, default 24)")
+    b.add_argument("--book", nargs="?", const="memory,chapter,resume", default=None, metavar="PARTS",
+                   help="memory: books of 2, 8 and 32 chapters through `kazeia book`, peak memory against the "
+                        "audio's length; chapter: one batched against chunk after chunk; resume: a kill -9 and "
+                        "the same command (default: all three; --frames caps each chunk, default 24)")
     b.add_argument("--serve", action="store_true",
                    help="the speech server on loopback with --clients concurrent streaming clients: p50/p95 TTFA "
                         "and aggregate throughput per count (--frames each, default 100)")

@@ -232,3 +232,15 @@ def test_say_text_file_memory_does_not_grow_with_the_text_and_it_resumes(tmp_pat
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "resumed: " in r.stderr, r.stderr[-2000:]
     assert (tmp_path / "again.wav").read_bytes() == (tmp_path / "short.wav").read_bytes()
+
+
+def test_bench_book_reports_a_kill_and_a_chapter(tmp_path):
+    r = kazeia("bench", "--book", "resume,chapter", "--model", "demo", "--frames", "4", "--runs", "1",
+               "--threads", "2", "--json", tmp_path / "book.json", env={"KAZEIA_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads((tmp_path / "book.json").read_text())
+    resume, chapter = result["resume"], result["chapter"]
+    assert 1 <= resume["kept"] < resume["chunks"] and resume["kept"] + resume["made_again"] == resume["chunks"]
+    assert resume["in_flight_at_most"] <= 2 * result["batch"]
+    assert chapter["chunks"] > 4 and chapter["batched_s"] > 0 and chapter["one_at_a_time_s"] > 0
+    assert "kill -9 after" in r.stdout and "one chapter (" in r.stdout and result["machine"]
