@@ -1,5 +1,6 @@
 """Export takes as WAV (float or 16-bit) or FLAC, parameters in a JSON sidecar and in the file's
-own metadata; several takes at once with a naming pattern. Nothing is left half-written."""
+own metadata; a long take also with its subtitles (SRT and WebVTT, a cue per chunk where it lies in the
+take); several takes at once with a naming pattern. Nothing is left half-written."""
 from __future__ import annotations
 
 import json
@@ -32,6 +33,12 @@ def export_take(take: Take, audio: np.ndarray, path: Path, fmt: str = "wav-float
     params = take.to_json()
     write_audio(path, audio, take.sample_rate, subtype=subtype, title=take.name or take.text, params=params)
     atomic_write_text(path.with_suffix(path.suffix + ".json"), json.dumps(params, indent=1))   # the whole record
+    if take.chunks:
+        from kazeia.engine.book.assemble import Cue
+        from kazeia.engine.book.subtitles import write_subtitles
+        cues = [Cue(c["span"][0], c["span"][1], " ".join(c["written"].split()), c["index"]) for c in take.chunks]
+        for kind in ("srt", "vtt"):
+            write_subtitles(path.with_suffix(f".{kind}"), cues, take.sample_rate)
     return path
 
 

@@ -27,6 +27,15 @@ def test_a_long_text_is_one_take_of_several_chunks(qtbot, window):
     from kazeia.app.takes import TakeStore
     again = TakeStore(window.store.folder.parent)
     assert [c["text"] for c in again.takes[-1].chunks] == [c["text"] for c in take.chunks]
+    # exported, a long take comes with its subtitles: a cue per chunk where it lies in the take
+    from kazeia.app.export import export_take
+    (window.store.folder.parent / "out").mkdir()
+    path = export_take(take, result.audio, window.store.folder.parent / "out" / "long.wav")
+    cues = path.with_suffix(".srt").read_text().split("\n\n")
+    assert [c.splitlines()[2] for c in cues] == [c["written"] for c in take.chunks]
+    ms = round(spans[1][0] / 24)
+    assert cues[1].splitlines()[1].startswith(f"00:00:{ms // 1000:02d},{ms % 1000:03d} --> ")
+    assert path.with_suffix(".vtt").read_text().startswith("WEBVTT")
 
 
 def test_bad_markup_is_a_message_with_its_position(qtbot, window):
