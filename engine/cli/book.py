@@ -93,7 +93,7 @@ def list_chapters(book) -> None:
     for chapter in book.chapters:
         if chapter.read:
             n += 1
-            first = " ".join(chapter.text.split())[:70]
+            first = " ".join(chapter.text.split())[:70].replace("\\[", "[").replace("\\]", "]")
             print(f"{n:4d}  {chapter.title[:50]:50s} {chapter.words:7d} words  {first}")
         else:
             print(f"   -  {chapter.title[:50]:50s} skipped: {chapter.skip_reason}")
@@ -164,7 +164,11 @@ def run(args) -> int:
             print(line, file=sys.stderr, flush=True)
             shown["last"] = line
 
-    result = render_book(plan, engine, on_progress)
+    try:
+        result = render_book(plan, engine, on_progress)
+    except KeyboardInterrupt:   # (the chunks on disk stay: the same command resumes)
+        print("kazeia book: interrupted: run the same command again to resume", file=sys.stderr)
+        return 130
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if result.stopped:
