@@ -42,12 +42,15 @@ vulkan_pass() {   # (in a subshell: lavapipe's environment stays there)
   devices="$(.venv/bin/kazeia devices)"   # (captured: `| grep -q` closes the pipe on kazeia mid-write)
   grep -q '^Vulkan0' <<< "$devices" || { echo "lavapipe is not visible to ggml" >&2; echo "$devices"; exit 1; }
   # lavapipe compiles each of ggml's pipelines on first use: on an empty shader cache (a new machine)
-  # minutes per stage, longer than a test should wait for one take. One accel-sched stream of the demo
-  # model compiles most of what the tests need outside any test's time limit; later runs read the cache.
+  # minutes per stage, longer than a test should wait for one take. Every `accel` test runs the tiny
+  # CustomVoice checkpoint converted to f32 (each weight type is pipelines of its own: the demo's
+  # q8_0/f16 ones were half an hour more), so one accel-sched stream of it compiles what they need
+  # outside any test's time limit; later runs read the cache.
   local start=$SECONDS
-  .venv/bin/kazeia say --model demo --placement accel-sched --speaker vivian --stream --max-frames 6 \
-    --text "Pipelines compiled once." -o "$(mktemp -d)/warm-up.wav"
-  echo "lavapipe's pipelines for the demo model ready after $(( SECONDS - start )) s (cached in $MESA_SHADER_CACHE_DIR)"
+  .venv/bin/kazeia convert tests/golden/checkpoints/tiny-custom_voice --type f32 -o "$prep/warm-up.gguf" -q
+  .venv/bin/kazeia say --model "$prep/warm-up.gguf" --placement accel-sched --speaker vivian --stream \
+    --max-frames 6 --text "Pipelines compiled once." -o "$prep/warm-up.wav"
+  echo "lavapipe's pipelines for the accel tests' model ready after $(( SECONDS - start )) s (cached in $MESA_SHADER_CACHE_DIR)"
   # (a pytest of its own beside the legs' pytest: its own temporary folder)
   "${pytest[@]}" --basetemp="$prep/vulkan-tmp" tests -ra -m accel "$@"
 }

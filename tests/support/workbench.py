@@ -71,6 +71,17 @@ def window(qtbot, workdir):
     w.controller.shutdown()
 
 
+@pytest.fixture
+def accel_window(qtbot, workdir, converted):
+    """The window on the tiny CustomVoice checkpoint's f32 conversion, the model every `accel` test
+    runs: on lavapipe each weight type is pipelines of its own to compile (minutes each on a new
+    machine), and the Vulkan pass warms this one model's (scripts/test.sh), not the demo's q8_0/f16."""
+    w = make_window(qtbot, workdir, model=str(converted("custom_voice", "f32")))
+    yield w
+    w.controller.cancel()
+    w.controller.shutdown()
+
+
 def generate(qtbot, window, frames=8, seed=0, text=None, timeout_ms=TIMEOUT_MS):
     """A take from the panels, waited for; an error shown before it ends stops the wait at once with
     its message (not after the timeout)."""

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 from kazeia.app.panels.takes import COLUMNS  # noqa: E402
 from support.workbench import (ACCEL_TIMEOUT_MS, ALL_CPU, ALL_SCHED, TIMEOUT_MS, JobProgress,  # noqa: E402
                                RealTimePacedStream, generate, make_window, screenshot)
-from support.workbench import window, workdir  # noqa: E402,F401 (fixtures)
+from support.workbench import accel_window, window, workdir  # noqa: E402,F401 (fixtures)
 
 def test_generate_streams_and_keeps_a_take(qtbot, window, monkeypatch):
     # paced at 2x real time (1.6 s for 40 frames): the demo model alone can finish inside one display
@@ -153,7 +153,8 @@ def test_errors_show_in_a_banner_that_clears_on_success(qtbot, window, workdir):
 
 
 @pytest.mark.accel
-def test_threads_and_placement_apply_to_the_next_take_as_they_ran(qtbot, window):
+def test_threads_and_placement_apply_to_the_next_take_as_they_ran(qtbot, accel_window):
+    window = accel_window
     """A change made while a take runs is queued behind it: that take records what it ran with,
     the next one the new values (read from the engine, not from the combo boxes)."""
     if window.backend.threads.maximum() < 2:
@@ -235,7 +236,8 @@ def test_ctrl_c_closes_the_workbench_cleanly(tmp_path):
 
 
 @pytest.mark.accel
-def test_placement_takes_say_where_each_stage_ran(qtbot, window):
+def test_placement_takes_say_where_each_stage_ran(qtbot, accel_window):
+    window = accel_window
     """Backend A/B: a take made under accel-sched and one under cpu each say where every stage ran.
     In the Vulkan pass of scripts/test.sh accel-sched runs on lavapipe's Vulkan0, every op of every
     stage on it; on the CPU-only pass the scheduler runs over the CPU alone."""

@@ -5,11 +5,12 @@ import pytest
 
 pytest.importorskip("PySide6")
 from support.workbench import ACCEL_TIMEOUT_MS, ALL_CPU, ALL_SCHED, screenshot  # noqa: E402
-from support.workbench import window, workdir  # noqa: E402,F401 (fixtures)
+from support.workbench import accel_window, window, workdir  # noqa: E402,F401 (fixtures)
 
 
 @pytest.mark.accel
-def test_compare_placements_makes_two_takes_with_their_difference(qtbot, window):
+def test_compare_placements_makes_two_takes_with_their_difference(qtbot, accel_window):
+    window = accel_window
     """cpu against accel-sched: on the CPU-only pass the scheduler runs the same arithmetic (identical
     codes and audio); on the Vulkan pass accel-sched runs on lavapipe and the difference is shown."""
     from kazeia.engine.placement import sched_device
