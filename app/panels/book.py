@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleS
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from kazeia.engine.book.export import CHAPTER_FORMATS
-from kazeia.engine.book.render import WORK, set_redo_seed
+from kazeia.engine.book.render import WORK, clock, set_redo_seed
 from kazeia.engine.book.source import BookError, read_book
 
 from ..elided_label import ElidedLabel
@@ -28,14 +28,6 @@ from .base import Panel, watch, wrapping_label
 
 CHAPTER_COLUMNS = ("#", "chapter", "words", "progress", "audio", "status")
 CHUNK_COLUMNS = ("#", "text", "starts at", "seconds")
-
-
-def _clock(seconds: float) -> str:
-    if seconds != seconds:   # (nan: not known yet)
-        return "--:--"
-    m, s = divmod(int(round(seconds)), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 class BookPanel(Panel):
@@ -209,7 +201,7 @@ class BookPanel(Panel):
             if meta is not None:
                 chunks = len(meta["digests"])
                 self._bar(r, chunks, chunks)
-                self._set(r, 4, _clock(meta["samples"] / meta.get("sample_rate", 24000)))
+                self._set(r, 4, clock(meta["samples"] / meta.get("sample_rate", 24000)))
                 self._set(r, 5, "written")
             elif not self.rendering:
                 self._set(r, 5, "")
@@ -244,7 +236,7 @@ class BookPanel(Panel):
         rate = meta.get("sample_rate", 24000) if meta else 24000
         self.chunks.setRowCount(len(cues))
         for r, cue in enumerate(cues):
-            values = (str(r + 1), cue["text"], _clock(cue["start"] / rate), f"{(cue['end'] - cue['start']) / rate:.1f}")
+            values = (str(r + 1), cue["text"], clock(cue["start"] / rate), f"{(cue['end'] - cue['start']) / rate:.1f}")
             for c, value in enumerate(values):
                 self.chunks.setItem(r, c, QTableWidgetItem(value))
 
@@ -301,12 +293,12 @@ class BookPanel(Panel):
                 self._set(r, 5, "speaking")
         self.progress.setText(f"{p['stage']}: chunks {p['chunks_done']}/{p['chunks_total']} ({p['chunks_kept']} kept), "
                               f"chapters written {len(p['chapters_written'])}/{len(p['chapter_chunks'])}, "
-                              f"time left {_clock(p['seconds_left'])}")
+                              f"time left {clock(p['seconds_left'])}")
 
     def show_finished(self, result) -> None:
         self.refresh()
         notes = "; ".join(result.notes)
         state = "stopped: render again to resume" if result.stopped else (
-            f"finished: {len(result.chapters)} chapter(s), {_clock(result.seconds)} of audio, "
+            f"finished: {len(result.chapters)} chapter(s), {clock(result.seconds)} of audio, "
             f"{len(result.files)} file(s) in {self.output_folder()}")
         self.progress.setText(state + (f" ({notes})" if notes else ""))

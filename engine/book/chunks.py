@@ -137,12 +137,12 @@ class ChunkDone:
 
 
 def make_chunks(engine, jobs: list[ChunkJob], store: ChunkStore, batch: int = 4,
-                stop: Callable[[], bool] = lambda: False) -> Iterator[ChunkDone]:
+                stop: Callable[[], bool] = lambda: False, checked: bool = False) -> Iterator[ChunkDone]:
     """Every job's chunk synthesized on one batcher (`batch` wide, as many again queued so no slot
     waits) and put in `store` as it ends, in the order they end; the jobs' requests are all checked
-    (ValueError) before the first starts. `stop()` true: the chunks in flight are cancelled and not kept."""
+    (ValueError) before the first starts, unless the caller has (`checked`). `stop()` true: the chunks in flight are cancelled and not kept."""
     import time
-    for job in jobs:
+    for job in () if checked else jobs:
         r = job.request
         engine.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
     batcher = engine.batcher(max(1, batch))

@@ -299,7 +299,7 @@ def render_book(plan: BookPlan, engine, on_progress: Callable[[Progress], None] 
         write_if_ready(chapter.number)
     if on_progress:
         on_progress(progress)
-    for done in make_chunks(engine, missing, store, options.batch, stop):
+    for done in make_chunks(engine, missing, store, options.batch, stop, checked=True):
         number, _ = done.job.tag
         waiting[number] -= 1
         have, total = progress.chapter_chunks[number]
@@ -320,15 +320,14 @@ def render_book(plan: BookPlan, engine, on_progress: Callable[[Progress], None] 
     chapters = [written[c.number] for c in plan.chapters]
     if options.chapters is None:   # (chunks of earlier seeds or text: no longer part of the book)
         store.remove_except({d for c in plan.chapters for d in c.digests})
-    result = _finish(plan, chapters)
-    result.progress = progress
+    result = _finish(plan, chapters, progress)
     progress.stage = "finished"
     if on_progress:
         on_progress(progress)
     return result
 
 
-def _finish(plan: BookPlan, chapters: list[Assembled]) -> BookResult:
+def _finish(plan: BookPlan, chapters: list[Assembled], progress: Progress) -> BookResult:
     """Gains, chapter files, subtitles, the M4B and book.json."""
     options, book = plan.options, plan.book
     out = Path(options.out_dir)
@@ -373,7 +372,16 @@ def _finish(plan: BookPlan, chapters: list[Assembled]) -> BookResult:
                             for p, c, g in zip(plan.chapters, chapters, gains)],
                "files": [f.name for f in files]}
     atomic_write_text(out / "book.json", json.dumps(summary, indent=1, ensure_ascii=False))
-    return BookResult(plan, chapters, gains, files, notes, Progress(0), book_loudness)
+    return BookResult(plan, chapters, gains, files, notes, progress, book_loudness)
+
+
+def clock(seconds: float) -> str:
+    """A duration as the CLI and the Book dialog show it: m:ss or h:mm:ss; --:-- while unknown (nan)."""
+    if seconds != seconds:
+        return "--:--"
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 def _finite(x: float) -> float | None:

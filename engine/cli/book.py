@@ -79,14 +79,6 @@ def add_parser(sub) -> None:
     b.set_defaults(func=run)
 
 
-def _clock(seconds: float) -> str:
-    if seconds != seconds:   # (nan: not known yet)
-        return "--:--"
-    m, s = divmod(int(seconds), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
 def list_chapters(book) -> None:
     print(f"{book.title}" + (f" by {book.author}" if book.author else "") + f" ({book.path.name})")
     n = 0
@@ -101,7 +93,7 @@ def list_chapters(book) -> None:
 
 def run(args) -> int:
     from ..book.loudness import LoudnessTarget
-    from ..book.render import BookOptions, plan_book, render_book, set_redo_seed
+    from ..book.render import BookOptions, clock, plan_book, render_book, set_redo_seed
     from ..book.source import BookError, read_book
     from ..demo import resolve_model
     from ..requests import SamplingParams
@@ -159,7 +151,7 @@ def run(args) -> int:
         if args.quiet:
             return
         line = (f"{p.stage}: chunks {p.chunks_done}/{p.chunks_total} ({p.chunks_kept} kept), chapters written "
-                f"{len(p.chapters_written)}/{len(plan.chapters)}, time left {_clock(p.seconds_left)}")
+                f"{len(p.chapters_written)}/{len(plan.chapters)}, time left {clock(p.seconds_left)}")
         if line != shown["last"]:
             print(line, file=sys.stderr, flush=True)
             shown["last"] = line
@@ -175,5 +167,5 @@ def run(args) -> int:
         print("stopped: run the same command again to resume", file=sys.stderr)
         return 1
     print(f"wrote {len(result.files)} file(s) to {options.out_dir}: {len(result.chapters)} chapter(s), "
-          f"{_clock(result.seconds)} of audio")
+          f"{clock(result.seconds)} of audio")
     return 0
