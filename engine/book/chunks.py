@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -102,7 +103,7 @@ class ChunkStore:
     def read_codes(self, digest: str) -> np.ndarray:
         return np.load(self.path(digest).with_suffix(".npy"))
 
-    def put(self, digest: str, audio: np.ndarray, codes: np.ndarray, stop_reason: str) -> None:
+    def put(self, digest: str, audio: np.ndarray, codes: np.ndarray, stop_reason: str, worker: str = "local") -> None:
         """The chunk's audio and codes, then its journal line (last: the chunk counts from here)."""
         audio = np.asarray(audio, np.float32).reshape(-1)
         with atomic_path(self.path(digest).with_suffix(".npy")) as partial:
@@ -111,7 +112,7 @@ class ChunkStore:
         with atomic_path(self.path(digest)) as partial:
             soundfile.write(str(partial), audio, self.sample_rate, format="WAV", subtype="FLOAT")
         with open(self.folder / JOURNAL, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"hash": digest, "samples": len(audio), "stop_reason": stop_reason}) + "\n")
+            f.write(json.dumps({"hash": digest, "samples": len(audio), "stop_reason": stop_reason, "worker": worker}) + "\n")
             f.flush()
             os.fsync(f.fileno())
         self._lengths[digest], self._stop_reasons[digest] = len(audio), stop_reason
@@ -128,6 +129,17 @@ class ChunkStore:
 
 
 @dataclass
+class MadeChunk:
+    """A chunk as it comes off a batcher (here or on a Ray node)."""
+    job: ChunkJob
+    audio: np.ndarray
+    codes: np.ndarray
+    stop_reason: str
+    seconds: float                 # compute time from its start
+    worker: str = "local"          # where it was made (a Ray node id on a cluster)
+
+
+@dataclass
 class ChunkDone:
     job: ChunkJob
     samples: int
@@ -136,15 +148,11 @@ class ChunkDone:
     seconds: float                 # compute time from its start
 
 
-def make_chunks(engine, jobs: list[ChunkJob], store: ChunkStore, batch: int = 4,
-                stop: Callable[[], bool] = lambda: False, checked: bool = False) -> Iterator[ChunkDone]:
-    """Every job's chunk synthesized on one batcher (`batch` wide, as many again queued so no slot
-    waits) and put in `store` as it ends, in the order they end; the jobs' requests are all checked
-    (ValueError) before the first starts, unless the caller has (`checked`). `stop()` true: the chunks in flight are cancelled and not kept."""
-    import time
-    for job in () if checked else jobs:
-        r = job.request
-        engine.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
+def synthesize_chunks(engine, jobs: list[ChunkJob], batch: int = 4, stop: Callable[[], bool] = lambda: False
+                      ) -> Iterator[MadeChunk]:
+    """Every job's chunk synthesized on one batcher of `engine` (`batch` wide, as many again queued so
+    no slot waits), in the order they end. `stop()`
+    true: the chunks in flight are cancelled and not given."""
     batcher = engine.batcher(max(1, batch))
     pending, active = list(jobs), []
     try:
@@ -164,12 +172,27 @@ def make_chunks(engine, jobs: list[ChunkJob], store: ChunkStore, batch: int = 4,
                 result = stream.result
                 if result.stop_reason == "cancelled":
                     continue
-                store.put(job.hash, result.audio, result.codes, result.stop_reason)
-                yield ChunkDone(job, len(result.audio), result.stop_reason, len(result.codes),
-                                time.perf_counter() - started)
+                yield MadeChunk(job, result.audio, result.codes, result.stop_reason, time.perf_counter() - started)
             if len(still) == len(active) and still:
                 still[0][1].join(0.05)
             active = still
     finally:
         for _, stream, _ in active:   # (stopped, failed or abandoned: nothing left running)
             stream.cancel()
+
+
+def make_chunks(engine, jobs: list[ChunkJob], store: ChunkStore, batch: int = 4,
+                stop: Callable[[], bool] = lambda: False, checked: bool = False, executor=None) -> Iterator[ChunkDone]:
+    """Every job's chunk made and put in `store` as it ends, in the order they end: on `engine`'s batcher
+    (synthesize_chunks), or by `executor` (engine/cluster.py's RayExecutor: the same audio from any
+    node, made by its own engine). The jobs' requests are all checked on `engine` (ValueError) before
+    the first starts, unless the caller has (`checked`). `stop()` true: the chunks in flight are
+    dropped, not kept."""
+    for job in () if checked else jobs:
+        r = job.request
+        engine.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
+    made = (executor.make_chunks(jobs, stop) if executor is not None
+            else synthesize_chunks(engine, jobs, batch, stop))
+    for chunk in made:
+        store.put(chunk.job.hash, chunk.audio, chunk.codes, chunk.stop_reason, chunk.worker)
+        yield ChunkDone(chunk.job, len(chunk.audio), chunk.stop_reason, len(chunk.codes), chunk.seconds)

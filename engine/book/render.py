@@ -266,10 +266,11 @@ def _write_chapter(work: Path, planned: PlannedChapter, store: ChunkStore, join:
 
 
 def render_book(plan: BookPlan, engine, on_progress: Callable[[Progress], None] | None = None,
-                stop: Callable[[], bool] = lambda: False) -> BookResult:
+                stop: Callable[[], bool] = lambda: False, executor=None) -> BookResult:
     """Speaks what is missing, writes each chapter as its chunks are all there, then the finished
-    files. `stop()` true: the chunks in flight are dropped and the result says `stopped` (run again
-    to resume)."""
+    files. `executor`: where the chunks are made (engine/cluster.py's RayExecutor; None: `engine`).
+    `stop()` true: the chunks in flight are dropped and the result says `stopped` (run again to
+    resume)."""
     options, work = plan.options, plan.work
     out = Path(options.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -299,7 +300,7 @@ def render_book(plan: BookPlan, engine, on_progress: Callable[[Progress], None] 
         write_if_ready(chapter.number)
     if on_progress:
         on_progress(progress)
-    for done in make_chunks(engine, missing, store, options.batch, stop, checked=True):
+    for done in make_chunks(engine, missing, store, options.batch, stop, checked=True, executor=executor):
         number, _ = done.job.tag
         waiting[number] -= 1
         have, total = progress.chapter_chunks[number]

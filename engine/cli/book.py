@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .options import DefaultsHelpFormatter, THREADS_HELP, thread_count
+from .options import DefaultsHelpFormatter, THREADS_HELP, add_ray_arguments, thread_count
 
 
 def chapter_numbers(text: str) -> list[int]:
@@ -72,6 +72,7 @@ def add_parser(sub) -> None:
     b.add_argument("--max-frames", type=int, default=None, help="frames per chunk at most (default: from its text)")
     b.add_argument("--lexicon", action="append", default=None, help="pronunciation rules (.toml or .csv)")
     b.add_argument("--batch", type=int, default=4, help="chunks synthesized together")
+    add_ray_arguments(b, "make the chunks")
     b.add_argument("--threads", type=thread_count, default=None, help=THREADS_HELP)
     b.add_argument("--placement", default="cpu", choices=["cpu", "accel-weights", "accel-sched"],
                    help="where the stages run")
@@ -113,7 +114,8 @@ def run(args) -> int:
               file=sys.stderr)
         return 2
     subtitles = tuple(s for s in args.subtitles.replace(" ", "").split(",") if s and s != "none")
-    engine = Engine.load(resolve_model(args.model), threads=args.threads, placement=args.placement)
+    model_path = resolve_model(args.model)
+    engine = Engine.load(model_path, threads=args.threads, placement=args.placement)
     voice = None
     if args.voice:
         from ..voice import load_voice
@@ -156,11 +158,22 @@ def run(args) -> int:
             print(line, file=sys.stderr, flush=True)
             shown["last"] = line
 
+    executor = None
     try:
-        result = render_book(plan, engine, on_progress)
+        if args.ray is not None:
+            from ..cluster import RayExecutor
+            executor = RayExecutor(model_path, address=None if args.ray == "local" else args.ray, batch=args.batch,
+                                   threads=args.threads, node_model=args.node_model, placement=args.placement)
+        result = render_book(plan, engine, on_progress, executor=executor)
     except KeyboardInterrupt:   # (the chunks on disk stay: the same command resumes)
         print("kazeia book: interrupted: run the same command again to resume", file=sys.stderr)
         return 130
+    except (ValueError, RuntimeError) as e:   # (no Ray, a node without the model, a chunk failed there)
+        print(f"kazeia book: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if executor is not None:
+            executor.close()
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if result.stopped:

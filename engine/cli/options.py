@@ -68,3 +68,12 @@ def options_from(cls, args):
     argparse's namespace: made once where the command line ends, then only read."""
     from dataclasses import fields
     return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+
+def add_ray_arguments(parser, what: str) -> None:
+    """--ray and --node-model (`kazeia render`, `kazeia book`)."""
+    parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                        help=f"{what} on a Ray cluster: no address starts a local one; ADDRESS joins one "
+                             "(pip install 'kazeia[cluster]')")
+    parser.add_argument("--node-model", default=None,
+                        help="with --ray: the model's path on every node, when it differs from --model's")

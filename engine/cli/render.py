@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .options import (THREADS_HELP, thread_count)
+from .options import THREADS_HELP, add_ray_arguments, thread_count
 
 
 def add_parser(sub) -> None:
@@ -28,11 +28,7 @@ def add_parser(sub) -> None:
     rn.add_argument("--skip-invalid", action="store_true", help="render the valid lines; list the others")
     rn.add_argument("--lexicon", action="append", default=None,
                     help="pronunciation rules (.toml or .csv) for every line; repeat to add files, later ones win")
-    rn.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
-                    help="render on a Ray cluster: no address starts a local one; ADDRESS joins one "
-                         "(pip install 'kazeia[cluster]')")
-    rn.add_argument("--node-model", default=None,
-                    help="with --ray: the model's path on every node, when it differs from --model's")
+    add_ray_arguments(rn, "render")
     rn.add_argument("--threads", type=thread_count, default=None, help=THREADS_HELP)
     rn.add_argument("-q", "--quiet", action="store_true")
     rn.set_defaults(func=run)

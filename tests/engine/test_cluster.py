@@ -1,12 +1,14 @@
 """Rendering on a Ray cluster: two "nodes" on this machine (Ray's own multi-node test harness starts
-a head and a second raylet), the same files bit for bit as a local render, and a node removed
-mid-script: its lines are rendered by the other and the result is complete."""
+a head and a second raylet), the same files bit for bit as a local render (a script's lines, a book's
+chapters), and a node removed mid-script: its lines are rendered by the other and the result is complete."""
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ import soundfile
 
 from kazeia.engine.render import read_manifest
 
+from support.books import make_epub
 from support.commands import write_script
 
 ray = pytest.importorskip("ray", reason="the cluster extra (pip install 'kazeia[cluster]') is not installed")
@@ -45,8 +48,28 @@ def same_files(a, b):
         assert np.array_equal(x, y), n
 
 
+def kazeia_book(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "kazeia.engine", "book", *map(str, args)], capture_output=True,
+                          text=True, **kw)
+
+
 def test_ray_renders_the_same_files_and_survives_a_node_loss(cluster, tmp_path):
     c, worker = cluster
+    # a book: its chunks made on both nodes, every file the same bytes as a local render's
+    book = make_epub(tmp_path / "b.epub", [(f"Chapter {k}", f"<h1>Chapter {k}</h1><p>Sentence one of {k}. "
+                                            f"Sentence two of {k}.</p><p>A paragraph of {k}.</p>") for k in (1, 2, 3)])
+    common = ("--model", "demo", "--speaker", "vivian", "--max-frames", "8", "--batch", "2", "--format", "flac", "-q")
+    local = kazeia_book(book, "-o", tmp_path / "book-local", "--threads", "2", *common, timeout=600)
+    assert local.returncode == 0, local.stderr
+    on_ray = kazeia_book(book, "-o", tmp_path / "book-ray", "--ray", c.address, *common, timeout=900)
+    assert on_ray.returncode == 0, on_ray.stderr
+    files = sorted(p.name for p in (tmp_path / "book-local").iterdir() if p.is_file())
+    assert {".flac", ".m4b", ".srt", ".vtt", ".json"} <= {Path(f).suffix for f in files}
+    assert files == sorted(p.name for p in (tmp_path / "book-ray").iterdir() if p.is_file())
+    for name in files:
+        assert (tmp_path / "book-local" / name).read_bytes() == (tmp_path / "book-ray" / name).read_bytes(), name
+    journal = (tmp_path / "book-ray" / ".kazeia-book" / "chunks" / "journal.jsonl").read_text().splitlines()
+    assert {json.loads(line)["worker"] for line in journal} == {c.head_node.node_id, worker.node_id}
     script = write_script(tmp_path / "script.csv", frames=lambda i: 12 + i % 7)
     local = render(script, "--model", "demo", "-o", tmp_path / "local", "--batch", "4", "--threads", "2", "-q")
     out, err = local.communicate(timeout=600)
