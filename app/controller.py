@@ -294,7 +294,7 @@ def _book(worker: _Worker, job: Job, request: dict):
     """A book through the book core (as `kazeia book`), in the window's voice and sampling (its seed
     and frame limit too); resumes what the folder holds. Progress goes out as plain snapshots (the
     Progress object stays on this thread)."""
-    from kazeia.engine.book.loudness import LoudnessTarget
+    from kazeia.engine.loudness import LoudnessTarget
     from kazeia.engine.book.render import BookOptions, plan_book, render_book
     from kazeia.engine.book.source import read_book
     engine = worker.require_engine()

@@ -7,7 +7,7 @@ import numpy as np
 import soundfile
 from PySide6.QtCore import QObject, Signal
 
-from .loudness import matched_gain
+from kazeia.engine.loudness import matched_gain
 
 
 class Playback(QObject):

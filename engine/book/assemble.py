@@ -53,7 +53,7 @@ def assemble(composition: Composition, digests: list[str], store: ChunkStore, ou
     rate = store.sample_rate
     assembler = TakeAssembler(rate, join)
     if measure:
-        from .loudness import LoudnessMeter
+        from ..loudness import LoudnessMeter
         meter = LoudnessMeter(rate)
     chunks = iter(digests)
     planned: list[PlannedChunk] = []

@@ -29,7 +29,7 @@ from .assemble import Assembled, Cue, assemble
 from .chunks import ChunkJob, ChunkStore, make_chunks, model_identity, request_digest
 from .export import (CHAPTER_FORMATS, ExportChapter, chapter_path, remove_partials, safe_name, write_chapter,
                      write_m4b)
-from .loudness import LoudnessTarget, gain_db, integrated_loudness
+from ..loudness import LoudnessTarget, gain_db, integrated_loudness
 from .source import Book, BookError, Chapter
 from .subtitles import write_subtitles
 

@@ -6,10 +6,10 @@ import argparse
 import os
 import sys
 
-from . import bench, book, convert, decode, devices, info, make_random_model, models, pull, render, say, serve, voice
+from . import abx, bench, book, convert, decode, devices, info, make_random_model, models, pull, render, say, serve, voice
 
 # (in the order `kazeia --help` lists them)
-COMMANDS = (convert, pull, models, make_random_model, render, book, info, decode, say, voice, bench, serve, devices)
+COMMANDS = (convert, pull, models, make_random_model, render, book, info, decode, say, voice, abx, bench, serve, devices)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -93,7 +93,7 @@ def list_chapters(book) -> None:
 
 
 def run(args) -> int:
-    from ..book.loudness import LoudnessTarget
+    from ..loudness import LoudnessTarget
     from ..book.render import BookOptions, clock, plan_book, render_book, set_redo_seed
     from ..book.source import BookError, read_book
     from ..demo import resolve_model

@@ -18,7 +18,7 @@ import pytest
 import soundfile
 
 from kazeia.engine import Engine, SamplingParams, demo_model_path
-from kazeia.engine.book.loudness import LoudnessTarget
+from kazeia.engine.loudness import LoudnessTarget
 from kazeia.engine.book.render import WORK, BookOptions, plan_book, render_book
 from kazeia.engine.book.source import BookError, read_book
 from kazeia.engine.long_text import speak

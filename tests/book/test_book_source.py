@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kazeia.engine.book.assemble import Cue
-from kazeia.engine.book.loudness import LoudnessMeter, LoudnessTarget, TruePeak, gain_db, integrated_loudness
+from kazeia.engine.loudness import LoudnessMeter, LoudnessTarget, TruePeak, gain_db, integrated_loudness
 from kazeia.engine.book.source import BookError, read_book
 from kazeia.engine.book.subtitles import subtitles
 

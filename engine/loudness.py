@@ -1,4 +1,7 @@
-"""Loudness of audio that never sits in memory whole: ITU-R BS.1770-4 integrated loudness (LUFS) and
+"""Loudness (ITU-R BS.1770-4). Of takes in memory, for listening (A/B and blind tests): both sounds
+brought to one integrated loudness (pyloudnorm) so the louder one does not sound "better".
+
+Of audio that never sits in memory whole (books): integrated loudness (LUFS) and
 true peak (dBTP), fed block by block as a chapter is written. pyloudnorm measures a whole array; a
 ten-hour book is 3.5 GB of float32, so the same K-weighting (pyloudnorm's own filter coefficients)
 runs here with its state carried between blocks, and what gating needs is kept per 100 ms: the mean
@@ -146,3 +149,28 @@ def gain_db(loudness: float, true_peak: float, target: LoudnessTarget) -> tuple[
         return limited, (f"reaches {loudness + limited:.1f} LUFS, not {target.lufs:g}: its true peak "
                          f"({true_peak:.1f} dBTP) would pass the {target.ceiling_dbtp:g} dBTP ceiling")
     return gain, ""
+
+
+# -- matching takes for listening ------------------------------------------------------------------
+MATCH_LUFS = -23.0
+MAX_MATCH_GAIN = 10.0
+
+
+def loudness(audio: np.ndarray, sample_rate: int) -> float:
+    """Integrated loudness in LUFS; RMS-based for clips shorter than the meter's 400 ms block."""
+    audio = np.asarray(audio, np.float64)
+    if len(audio) >= int(0.4 * sample_rate):
+        import pyloudnorm
+        value = pyloudnorm.Meter(sample_rate).integrated_loudness(audio)
+        if np.isfinite(value):
+            return float(value)
+    rms = float(np.sqrt(np.mean(audio ** 2))) if len(audio) else 0.0
+    return 20 * np.log10(rms) - 0.691 if rms > 0 else float("-inf")
+
+
+def matched_gain(audio: np.ndarray, sample_rate: int, target: float = MATCH_LUFS) -> float:
+    """The linear gain that brings `audio` to `target` LUFS (at most MAX_MATCH_GAIN; 1 for silence)."""
+    level = loudness(audio, sample_rate)
+    if not np.isfinite(level):
+        return 1.0
+    return float(min(MAX_MATCH_GAIN, 10 ** ((target - level) / 20)))
