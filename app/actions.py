@@ -29,6 +29,8 @@ COMMANDS = (
     Command("play", "&Takes", "Play / stop selected", ("Space",), "play / stop the selected take (takes table)",
             scope="takes"),
     Command("ab", "&Takes", "A/B the two selected"),
+    Command("blind_test", "&Takes", "Blind test the two selected...", ("Ctrl+T",),
+            "ABX or blind preference test of the two selected takes"),
     Command("switch_ab", "", "Switch A/B", ("B",), "switch between A and B while playing"),
     Command("compare", "&Takes", "Compare placements", ("Ctrl+K",), "compare placements"),
     Command("restore", "&Takes", "Restore settings from take"),

@@ -193,7 +193,7 @@ class MainWindow(QMainWindow):
         p = self.presenter
         return {"open": self._open_dialog, "open_demo": lambda: p.load_model(None),
                 "export": lambda: self.takes.export_selected(), "quit": self.close, "generate": lambda: p.generate(),
-                "stop": p.stop, "play": p.toggle_play, "ab": p.start_ab, "switch_ab": self.playback.switch_ab,
+                "stop": p.stop, "play": p.toggle_play, "ab": p.start_ab, "blind_test": lambda: p.start_blind_test(), "switch_ab": self.playback.switch_ab,
                 "compare": p.compare_current, "restore": lambda: p.restore_take(self.takes.current()),
                 "rename": self.takes.rename_current, "delete": self.takes.delete_selected,
                 "new_voice": self.library.new_from_audio,

@@ -43,6 +43,16 @@ class Playback(QObject):
             self.stop()
             self.audio.play(audio)
 
+    def play_blind(self, audio: np.ndarray, start: int = 0) -> None:
+        """A blind test's sound: plays like a take but is none (nothing on screen follows which it is)."""
+        if not self._can_play():
+            return
+        try:
+            self.playing = None
+            self.audio.play(audio, start=start)
+        except Exception as e:
+            self.error.emit(f"playback failed: {e}")
+
     def play_file(self, path: str) -> None:
         if not self._can_play():
             return

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 
 from kazeia.engine.placement import silent_cpu_stages
 
@@ -58,11 +58,13 @@ class Presenter(QObject):
         t.selection_changed.connect(self._show_selected)
         t.play_requested.connect(self.playback.play_take)
         t.ab_requested.connect(self.start_ab)
+        t.blind_requested.connect(self.start_blind_test)
         t.restore_requested.connect(self.restore_take)
         t.redo_chunk_requested.connect(self.redo_chunk)
         t.removing.connect(lambda take: self.playback.playing is take and self.playback.stop())
         v.compare.compare_requested.connect(self.compare_placements)
         v.compare.listen_requested.connect(self.listen_comparison)
+        v.compare.blind_requested.connect(self.blind_test_comparison)
         lib = v.library
         lib.create_requested.connect(lambda path, transcript: self.add_voice(path, transcript=transcript))
         lib.preview_requested.connect(self.preview_voice)
@@ -333,6 +335,25 @@ class Presenter(QObject):
         self.playback.match_loudness = self.view.takes.match_loudness.isChecked()
         self.view.takes.ab_label.setText(self.playback.start_ab(a, b))
 
+    def start_blind_test(self, takes=None):
+        """The Blind test dialog on two takes (the two selected by default); returns it, or None."""
+        takes = list(takes) if takes is not None else self.view.takes.selected()
+        if len(takes) != 2:
+            self.view.show_status("select exactly two takes for a blind test", 4000)
+            return None
+        if takes[0].sample_rate != takes[1].sample_rate:
+            self.view.show_error("a blind test needs two takes of one sample rate")
+            return None
+        from .panels.blind_test import BlindTestDialog
+        self.playback.stop()
+        dialog = BlindTestDialog(self.view, takes, [self.session.store.audio(t) for t in takes], takes[0].sample_rate,
+                                 self.playback, self.session.store.folder,
+                                 match_loudness=self.view.takes.match_loudness.isChecked())
+        dialog.finished_test.connect(lambda t: self.view.show_status(f"blind test: {t.verdict}"))
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
+
     def ab_or_switch(self) -> None:
         """The A/B button: switches while an A/B pair plays, else starts one with the two selected."""
         if self.playback.pair_playing():
@@ -370,6 +391,10 @@ class Presenter(QObject):
     def listen_comparison(self) -> None:
         if self.playback.ab_pair is not None:
             self._play_ab(*self.playback.ab_pair)
+
+    def blind_test_comparison(self) -> None:
+        if self.playback.ab_pair is not None:
+            self.start_blind_test(self.playback.ab_pair)
 
     # ---- scripts -----------------------------------------------------------------------------
     def render_script(self, request: dict):

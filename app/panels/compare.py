@@ -1,6 +1,6 @@
 """Compare placements, the workbench's point: the same text, voice and seed rendered on placement A
 then B, side by side (per-stage ms per frame, TTFA, RTF, peak memory) with how far B's audio and
-codes are from A's; then A/B listening, loudness-matched, with one key."""
+codes are from A's; then A/B listening, loudness-matched, with one key, or a blind test of the pair."""
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
@@ -28,6 +28,7 @@ class ComparePanel(Panel):
     panel_id = "compare"
     compare_requested = Signal(object, object)   # placement A, placement B
     listen_requested = Signal()
+    blind_requested = Signal()
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -59,8 +60,12 @@ class ComparePanel(Panel):
         self.compare_button = QPushButton("Compare placements")
         self.listen_button = QPushButton("Listen A/B (B switches)")
         self.listen_button.setEnabled(False)
+        self.blind_button = QPushButton("Blind test...")
+        self.blind_button.setToolTip("can A and B be told apart? An ABX test, or which sounds better, blind")
+        self.blind_button.setEnabled(False)
         row.addWidget(self.compare_button)
         row.addWidget(self.listen_button)
+        row.addWidget(self.blind_button)
         layout.addLayout(row)
         self.state = wrapping_label("Renders the current text on A, then on B.")
         layout.addWidget(self.state)
@@ -74,6 +79,7 @@ class ComparePanel(Panel):
         self.compare_button.clicked.connect(lambda: self.compare_requested.emit(self.placement("A"),
                                                                                  self.placement("B")))
         self.listen_button.clicked.connect(self.listen_requested)
+        self.blind_button.clicked.connect(self.blind_requested)
         watch([c for side in self.sides.values() for c in side.values()], self.changed)
 
     def placement(self, side: str) -> dict:
@@ -89,6 +95,7 @@ class ComparePanel(Panel):
         d = b.comparison.get("difference")
         self.difference.setText(f"B against A: {difference_text(d)}" if d else "")
         self.listen_button.setEnabled(True)
+        self.blind_button.setEnabled(True)
         self.state.setText(f"A: {a.label}\nB: {b.label}")
 
     def restore_settings(self) -> None:

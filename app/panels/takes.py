@@ -162,6 +162,7 @@ class TakesPanel(Panel):
     selection_changed = Signal(object)   # the current Take or None
     play_requested = Signal(object)      # a Take
     ab_requested = Signal()
+    blind_requested = Signal()           # a blind test of the two selected
     restore_requested = Signal(object)   # a Take whose settings go back into the panels
     redo_chunk_requested = Signal(object, int)   # a long take and the chunk (0-based) to make again
     removing = Signal(object)            # a Take about to be deleted (its playback stops)
@@ -214,6 +215,10 @@ class TakesPanel(Panel):
         self.match_loudness = QCheckBox("match loudness in A/B")
         self.match_loudness.setChecked(True)
         row.addWidget(self.match_loudness)
+        row.addStretch(1)
+        self.blind_button = QPushButton("Blind test...")
+        self.blind_button.setToolTip("ABX or a blind preference test of the two selected takes")
+        row.addWidget(self.blind_button)
         layout.addLayout(row)
         self.ab_label = wrapping_label()
         layout.addWidget(self.ab_label)
@@ -240,6 +245,7 @@ class TakesPanel(Panel):
         self.rename_button.clicked.connect(self.rename_current)
         self.delete_button.clicked.connect(self.delete_selected)
         self.export_button.clicked.connect(lambda: self.export_selected())
+        self.blind_button.clicked.connect(self.blind_requested)
         self.finger = TapAndHold(self.table)
         self.finger.tapped.connect(self._tapped)
         self.finger.held.connect(self.open_actions)
@@ -358,6 +364,8 @@ class TakesPanel(Panel):
         menu.addAction("Play", lambda: self.play_requested.emit(take))
         ab = menu.addAction("A/B the two selected", self.ab_requested.emit)
         ab.setEnabled(len(self.selected()) == 2)
+        blind = menu.addAction("Blind test the two selected...", self.blind_requested.emit)
+        blind.setEnabled(len(self.selected()) == 2)
         menu.addAction("Restore settings", lambda: self.restore_requested.emit(take))
         redo = menu.addAction("Make a chunk again (new seed)...", lambda: self.ask_redo_chunk(take))
         redo.setEnabled(bool(take.chunks))

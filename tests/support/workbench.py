@@ -9,7 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QObject, QSettings, Slot
+from PySide6.QtCore import QObject, QPoint, QSettings, Slot
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from kazeia.app.audio_output import AudioOutput
 from kazeia.app.main_window import MainWindow
@@ -168,3 +170,24 @@ def capture_window(qtbot, workdir):
     return w, audio
 
 
+
+
+_DEVICE = None
+
+
+def finger():
+    global _DEVICE
+    if _DEVICE is None:   # one touch screen for the session (Qt keeps every device registered)
+        _DEVICE = QTest.createTouchDevice()
+    return _DEVICE
+
+
+def tap(widget, pos: QPoint | None = None, hold_ms: int = 0) -> None:
+    """A finger down and up on `widget` (its centre unless `pos`), held `hold_ms`."""
+    window = widget.window()
+    at = widget.mapTo(window, pos if pos is not None else widget.rect().center())
+    QTest.touchEvent(window, finger()).press(0, at, window).commit()
+    if hold_ms:
+        QTest.qWait(hold_ms)
+    QTest.touchEvent(window, finger()).release(0, at, window).commit()
+    QApplication.processEvents()

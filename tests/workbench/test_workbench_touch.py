@@ -15,30 +15,9 @@ from PySide6.QtWidgets import (QAbstractButton, QApplication, QComboBox, QFileDi
 
 from kazeia.app.takes import Take  # noqa: E402
 from kazeia.app.touch import HIT_TARGET, LONG_PRESS_MS  # noqa: E402
-from support.workbench import (ALL_CPU, TIMEOUT_MS, RealTimePacedStream, capture_window, generate,  # noqa: E402
-                               make_window, screenshot)
+from support.workbench import (ALL_CPU, TIMEOUT_MS, RealTimePacedStream, capture_window, finger,  # noqa: E402
+                               generate, make_window, screenshot, tap)
 from support.workbench import workdir  # noqa: E402,F401 (fixtures)
-
-_DEVICE = None
-
-
-def finger():
-    global _DEVICE
-    if _DEVICE is None:   # one touch screen for the session (Qt keeps every device registered)
-        _DEVICE = QTest.createTouchDevice()
-    return _DEVICE
-
-
-def tap(widget, pos: QPoint | None = None, hold_ms: int = 0) -> None:
-    """A finger down and up on `widget` (its centre unless `pos`), held `hold_ms`."""
-    window = widget.window()
-    at = widget.mapTo(window, pos if pos is not None else widget.rect().center())
-    QTest.touchEvent(window, finger()).press(0, at, window).commit()
-    if hold_ms:
-        QTest.qWait(hold_ms)
-    QTest.touchEvent(window, finger()).release(0, at, window).commit()
-    QApplication.processEvents()
-
 
 def drag(widget, start: QPoint, end: QPoint, steps: int = 12) -> None:
     window = widget.window()
