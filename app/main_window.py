@@ -36,13 +36,12 @@ from .panels.serve import ServePanel
 from .panels.takes import TakesPanel
 from .panels.transport import TransportBar
 from .panels.voice import VoicePanel
-from .panels.voice_library import VoiceLibraryPanel
+from .panels.voice_library import AUDIO_SUFFIXES, VoiceLibraryPanel
 from .plots import TakeView
 from .presenter import Presenter
 from .session import Session
 from .takes import TakeStore
 from .text_markup import TextPlanLabel
-from .voices import AUDIO_SUFFIXES
 from .workspace import Workspace
 
 DISPLAY_HZ = 8   # display ticks: the latency view and the take view take turns (4 redraws a second each)

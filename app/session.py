@@ -9,10 +9,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kazeia.engine.voice_library import VoiceLibrary
+
 from .comparison import PlacementComparison, difference_text
 from .take_request import TakeRequest
 from .takes import Take, TakeStore
-from .voices import VoiceLibrary
 
 KEPT_MESSAGES = 40   # what Help > Messages shows
 
@@ -39,7 +40,7 @@ class ComparisonStep:
 class Session:
     def __init__(self, store: TakeStore, voices: VoiceLibrary | None = None):
         self.store = store
-        self.voices = voices or VoiceLibrary(store.folder.parent)
+        self.voices = voices or VoiceLibrary(store.folder.parent / "voices")
         self.info = None                  # the loaded model's ModelInfo
         self.comparison: PlacementComparison | None = None
         self.ab_pair: tuple[Take, Take] | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -133,49 +134,64 @@ def create_voice(model: ModelFile, audio_path: str | os.PathLike, text: str | No
                  threads: int | None = None) -> Voice:
     """A voice from reference audio: its x-vector, and with the transcript also its codes for
     in-context cloning (closer to the reference voice)."""
-    audio = load_reference_audio(audio_path)
+    return voice_from_audio(model, load_reference_audio(audio_path), text, threads)
+
+
+def voice_from_audio(model: ModelFile, audio: np.ndarray, text: str | None = None, threads: int | None = None) -> Voice:
+    """create_voice's work on reference audio already read (mono, 24 kHz, trimmed and checked)."""
     x_vector = speaker_embedding(model, audio, threads)
     if text and text.strip():
         return Voice(x_vector, reference_codes(model, audio, threads), text.strip())
     return Voice(x_vector)
 
 
-def save_voice(voice: Voice, path: str | os.PathLike, model: ModelFile) -> Path:
-    path = Path(path)
+def save_voice(voice: Voice, path: str | os.PathLike, model: ModelFile, about: dict | None = None) -> Path:
+    """The profile file; `about`: what the voice library knows of it (source, language, notes, tags...)."""
     meta = {"format": "kazeia-voice", "version": PROFILE_VERSION, "model": model_identity(model),
             "ref_text": voice.ref_text}
-    arrays = {"x_vector": np.asarray(voice.x_vector, np.float32), "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8)}
+    if about:
+        meta["about"] = about
+    arrays = {"x_vector": np.asarray(voice.x_vector, np.float32)}
     if voice.ref_codes is not None:
         arrays["ref_codes"] = np.asarray(voice.ref_codes, np.int32)
+    return write_profile(path, meta, arrays)
+
+
+def write_profile(path: str | os.PathLike, meta: dict, arrays: dict) -> Path:
+    """A profile file from its meta and arrays, atomically (the library rewrites profiles this way)."""
+    path = Path(path)
+    arrays = {**arrays, "meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode(), np.uint8)}
     with atomic_path(path) as tmp, open(tmp, "wb") as f:   # (a file object: savez adds no suffix)
         np.savez(f, **arrays)
     return path
 
 
+def read_profile(path: str | os.PathLike) -> tuple[dict, dict]:
+    """A profile file's meta and arrays, unchecked against any model (ValueError: not a profile)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(bytes(data["meta"]).decode())
+            arrays = {k: data[k] for k in data.files if k != "meta"}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{path}: not a Kazeia voice profile ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != "kazeia-voice" or "x_vector" not in arrays:
+        raise ValueError(f"{path}: not a Kazeia voice profile")
+    return meta, arrays
+
+
 def voice_profile_info(path: str | os.PathLike) -> dict:
     """What a profile is without loading it for a model: kind (x-vector, or in-context with the
     reference's codes and transcript), the model it was made for, the transcript."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(bytes(data["meta"]).decode())
-            in_context = "ref_codes" in data.files
-    except (OSError, ValueError, KeyError) as e:
-        raise ValueError(f"{path}: not a Kazeia voice profile ({e})") from None
+    meta, arrays = read_profile(path)
     made_for = meta.get("model", {})
-    return {"kind": "in-context" if in_context else "x-vector", "model": made_for.get("name", "?"),
-            "size": made_for.get("size", "?"), "transcript": meta.get("ref_text") or ""}
+    return {"kind": "in-context" if "ref_codes" in arrays else "x-vector", "model": made_for.get("name", "?"),
+            "size": made_for.get("size", "?"), "transcript": meta.get("ref_text") or "",
+            "about": meta.get("about") or {}}
 
 
 def load_voice(path: str | os.PathLike, model: ModelFile) -> Voice:
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(bytes(data["meta"]).decode())
-            x = data["x_vector"]
-            codes = data["ref_codes"] if "ref_codes" in data.files else None
-    except (OSError, ValueError, KeyError) as e:
-        raise ValueError(f"{path}: not a Kazeia voice profile ({e})") from None
-    if meta.get("format") != "kazeia-voice":
-        raise ValueError(f"{path}: not a Kazeia voice profile")
+    meta, arrays = read_profile(path)
+    x, codes = arrays["x_vector"], arrays.get("ref_codes")
     if meta.get("version") != PROFILE_VERSION:
         raise ValueError(f"{path}: voice profile version {meta.get('version')}, this build reads {PROFILE_VERSION}")
     made_for, here = meta["model"], model_identity(model)

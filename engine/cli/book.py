@@ -50,7 +50,7 @@ def add_parser(sub) -> None:
     b.add_argument("--speaker", default=None, help="CustomVoice speaker")
     b.add_argument("--language", default="auto", help="a language the model knows, or auto")
     b.add_argument("--instruct", default=None, help="voice description (VoiceDesign, 1.7B CustomVoice)")
-    b.add_argument("--voice", default=None, help="voice profile (Base models)")
+    b.add_argument("--voice", default=None, help="voice profile (Base models): a voice of the library or a .kzvoice file")
     b.add_argument("--seed", type=int, default=0, help="sampling seed (the same seed gives the same book)")
     b.add_argument("--format", action="append", choices=["wav", "wav16", "flac", "mp3", "opus"], default=None,
                    help="chapter files (repeat for several; default flac)")
@@ -118,8 +118,8 @@ def run(args) -> int:
     engine = Engine.load(model_path, threads=args.threads, placement=args.placement)
     voice = None
     if args.voice:
-        from ..voice import load_voice
-        voice = load_voice(args.voice, engine.model)
+        from ..voice_library import load_named_voice
+        voice = load_named_voice(args.voice, engine.model)
     lexicon = None
     if args.lexicon:
         from ..text.lexicon import load_lexicons

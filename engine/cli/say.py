@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
     s.add_argument("--speaker", default=None, help="CustomVoice speaker")
     s.add_argument("--language", default="auto", help="a language the model knows (kazeia info MODEL), or auto")
     s.add_argument("--instruct", default=None, help="voice description (VoiceDesign, 1.7B CustomVoice)")
-    s.add_argument("--voice", default=None, help="voice profile (Base models)")
+    s.add_argument("--voice", default=None, help="voice profile (Base models): a voice of the library (kazeia voice list) or a .kzvoice file")
     s.add_argument("--seed", type=int, default=0, help="sampling seed (the same seed gives the same audio)")
     s.add_argument("--greedy", action="store_true", help="argmax everywhere (parity with the reference)")
     s.add_argument("--temperature", type=float, default=None, help="talker temperature (default: the model's)")
@@ -123,8 +123,8 @@ def say(o: SayOptions) -> int:
         sampling = sampling.greedy()
     voice = None
     if o.voice:
-        from ..voice import load_voice
-        voice = load_voice(o.voice, engine.model)
+        from ..voice_library import load_named_voice
+        voice = load_named_voice(o.voice, engine.model)
     composition = _compose_for_say(engine, text, o, voice)
     prompt = one_prompt_text(text, composition, JoinSettings(trim_silence=o.trim_silence))
     if prompt is None:

@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
     sv.add_argument("--name", default=None, help="the model's name in requests (default: the file's stem)")
     sv.add_argument("--max-batch", type=int, default=4, help="requests synthesized together")
     sv.add_argument("--max-queue", type=int, default=16, help="requests waiting beyond those (more: 429)")
-    sv.add_argument("--voices", default=None, help="folder of voice profiles (.kzvoice; Base models)")
+    sv.add_argument("--voices", default=None, help="folder of voice profiles (.kzvoice; Base models; default: the voice library)")
     sv.add_argument("--voice-map", action="append", default=None, metavar="NAME=VOICE",
                     help="what an OpenAI voice name (alloy, ...) speaks as; repeat for more")
     sv.add_argument("--lexicon", action="append", default=None, help="pronunciation rules for every request")

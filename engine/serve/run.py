@@ -120,6 +120,8 @@ def serve(o: ServeOptions) -> int:
         from ..text.lexicon import load_lexicons
         lexicon = load_lexicons(list(o.lexicons))[0]
     voices = VoiceBook(model, o.voices, o.voice_map)   # (checked here, whichever process serves)
+    for why in voices.skipped:
+        print(f"kazeia serve: voice left out: {why}", file=sys.stderr)
     name = o.name or model.info.path.stem
     settings = ServerSettings(name, key, o.max_batch, o.max_queue, o.request_timeout, o.idle_timeout,
                               wyoming=wyoming, cors_origins=list(o.cors_origins), max_frames=o.max_frames,

@@ -1,5 +1,6 @@
-"""The voices a request may name: the model's speakers (CustomVoice), voice profiles (.kzvoice files
-of a `--voices` folder, Base models) and OpenAI's voice names, which clients send by default (most
+"""The voices a request may name: the model's speakers (CustomVoice), voice profiles (Base models: the
+voice library, engine/voice_library.py, or the .kzvoice files of a `--voices` folder; those made for
+another model size are left out and said so) and OpenAI's voice names, which clients send by default (most
 send "alloy"), mapped to one of those; on a VoiceDesign model a name maps to an instruction.
 The mapping is the server's to change (`--voice-map alloy=NAME`); a name that is none of these is
 refused, never replaced by a default."""
@@ -42,6 +43,7 @@ class NamedVoice:
     voice: Voice | None = None
     instruct: str | None = None
     maps_to: str | None = None     # an OpenAI name: the speaker or profile it stands for
+    about: dict | None = None      # a profile's library entry: language, tags, notes, source
 
 
 class UnknownVoice(KeyError):
@@ -52,9 +54,12 @@ class UnknownVoice(KeyError):
 
 class VoiceBook:
     def __init__(self, model: "ModelFile", profiles: str | Path | None = None, mapping: dict[str, str] | None = None):
+        """`profiles`: a folder of profiles (None: the voice library, for a Base model)."""
+        from ..voice_library import VoiceLibrary
         info = model.info
         self.variant = info.variant
         self._voices: dict[str, NamedVoice] = {}
+        self.skipped: list[str] = []   # profiles that cannot speak on this model, and why
         for s in info.speakers:
             self._voices[s.name.casefold()] = NamedVoice(s.name, "speaker", speaker=s.name)
         if profiles is not None:
@@ -63,8 +68,18 @@ class VoiceBook:
                 raise ValueError(f"--voices {folder}: no such folder")
             if self.variant != "base":
                 raise ValueError(f"--voices: voice profiles need a Base model; {info.path.name} is {self.variant}")
-            for path in sorted(folder.glob("*.kzvoice")):
-                self._voices[path.stem.casefold()] = NamedVoice(path.stem, "profile", voice=load_voice(path, model))
+        if self.variant == "base":
+            library = VoiceLibrary(profiles) if profiles is not None else VoiceLibrary()
+            for entry in library.entries():
+                try:
+                    voice = load_voice(library.path(entry.name), model)
+                except ValueError as e:
+                    self.skipped.append(str(e))
+                    continue
+                self._voices[entry.name.casefold()] = NamedVoice(
+                    entry.name, "profile", voice=voice,
+                    about={k: v for k, v in (("language", entry.language), ("tags", entry.tags), ("notes", entry.notes),
+                                             ("source", entry.source)) if v})
         own = list(self._voices.values())
         for i, (alias, description) in enumerate(OPENAI_VOICES.items()):
             if alias in self._voices:
@@ -108,5 +123,7 @@ class VoiceBook:
                 entry["maps_to"] = v.maps_to
             if v.instruct:
                 entry["instructions"] = v.instruct
+            if v.about:
+                entry.update(v.about)
             out.append(entry)
         return out

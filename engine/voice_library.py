@@ -1,0 +1,308 @@
+"""The voice library: the user's voice profiles (.kzvoice, engine/voice.py) in one folder, shared by the
+workbench, `kazeia say --voice NAME`, `kazeia voice` and `kazeia serve` (its /v1/audio/voices).
+
+Each profile carries what the library knows of it (`about` in its meta: source, language, notes, tags,
+when it was made, where it came from), so the profiles are the truth: `index.json` beside them is only
+a cache of what they say (one read per changed file), rebuilt from the profiles when it is missing,
+stale or damaged, and written atomically. Two workbenches may share the folder: every write is a whole
+file renamed into place, a rename never replaces another profile, and each reader sees the files as
+they are. Previews (a short sentence in the voice) are cached in `.previews/` by everything that
+decides their audio; an exported profile carries its preview, and an import brings it back."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .atomic import atomic_path, atomic_write_text
+from .user_dirs import data_dir
+from .voice import read_profile, write_profile
+
+INDEX = "index.json"
+INDEX_VERSION = 1
+SOURCES = ("recording", "designed", "custom voice", "take", "imported")
+PREVIEW_TEXT = "This is how I sound."
+SUFFIX = ".kzvoice"
+
+
+def clean_name(name: str) -> str:
+    """A profile name that is also a file name (letters, digits, spaces, - and _)."""
+    return re.sub(r"[^\w\- ]+", "_", name).strip()
+
+
+@dataclass
+class VoiceEntry:
+    """One profile as the library lists it."""
+    name: str
+    kind: str = "x-vector"         # x-vector | in-context | unreadable
+    model: str = ""                # the Base model it was made with
+    size: str = ""                 # its size (0.6B, 1.7B): a profile speaks on Base models of that size
+    source: str = "recording"      # SOURCES
+    language: str = ""
+    notes: str = ""
+    tags: list[str] = field(default_factory=list)
+    transcript: str = ""
+    created: float = 0.0
+    origin: dict = field(default_factory=dict)   # a kept take's text, model, voice, seed
+    problem: str = ""              # why an unreadable file cannot be used
+
+    def matches(self, query: str) -> bool:
+        """Every word of `query` is in the name, tags, notes, language, source, size, model or transcript."""
+        hay = " ".join([self.name, " ".join(self.tags), self.notes, self.language, self.source, self.size,
+                        self.model, self.transcript]).casefold()
+        return all(word in hay for word in query.casefold().split())
+
+
+def _entry(name: str, meta: dict, arrays: dict) -> VoiceEntry:
+    about, made_for = meta.get("about") or {}, meta.get("model") or {}
+    tags = about.get("tags") or []
+    return VoiceEntry(name, "in-context" if "ref_codes" in arrays else "x-vector", str(made_for.get("name", "")),
+                      str(made_for.get("size", "")), str(about.get("source") or "recording"),
+                      str(about.get("language") or ""), str(about.get("notes") or ""),
+                      [str(t) for t in tags] if isinstance(tags, list) else [], meta.get("ref_text") or "",
+                      float(about.get("created") or 0.0), about.get("origin") or {})
+
+
+class VoiceLibrary:
+    def __init__(self, folder: str | os.PathLike | None = None):
+        """`folder`: the voices folder itself (default: the user's data folder's voices/)."""
+        self.folder = Path(folder) if folder is not None else data_dir() / "voices"
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    # ---- reading -------------------------------------------------------------------------------
+    def path(self, name: str) -> Path:
+        return self.folder / f"{name}{SUFFIX}"
+
+    def names(self) -> list[str]:
+        return sorted((p.stem for p in self.folder.glob(f"*{SUFFIX}")), key=str.casefold)
+
+    def entries(self) -> list[VoiceEntry]:
+        """Every profile, by name; the index answers for files it has seen unchanged."""
+        index = self._read_index()
+        fresh, changed = {}, False
+        for name in self.names():
+            path = self.path(name)
+            try:
+                st = path.stat()
+            except OSError:   # (removed by another window meanwhile)
+                continue
+            stamp = [st.st_mtime_ns, st.st_size]
+            cached = index.get(path.name)
+            if cached and cached.get("stamp") == stamp and isinstance(cached.get("entry"), dict):
+                fresh[path.name] = cached
+                continue
+            try:
+                meta, arrays = read_profile(path)
+                entry = asdict(_entry(name, meta, arrays))
+            except ValueError as e:
+                entry = asdict(VoiceEntry(name, kind="unreadable", problem=str(e).split(": ", 1)[-1]))
+            fresh[path.name] = {"stamp": stamp, "entry": entry}
+            changed = True
+        if changed or set(fresh) != set(index):
+            self._write_index(fresh)
+        out = []
+        for key, item in fresh.items():
+            try:
+                out.append(VoiceEntry(**{**item["entry"], "name": Path(key).stem}))
+            except TypeError:   # (an index of another shape: read the profile itself)
+                return self._rebuilt()
+        return out
+
+    def entry(self, name: str) -> VoiceEntry:
+        found = next((e for e in self.entries() if e.name == name), None)
+        if found is None:
+            raise ValueError(self._unknown(name))
+        return found
+
+    def search(self, query: str = "") -> list[VoiceEntry]:
+        return [e for e in self.entries() if e.matches(query)]
+
+    def find(self, name: str) -> Path:
+        """A profile by its name (any case), or a path to a profile file; ValueError names the voices."""
+        direct = Path(name).expanduser()
+        if name.endswith(SUFFIX) and direct.is_file():
+            return direct
+        for candidate in self.names():
+            if candidate.casefold() == name.strip().casefold():
+                return self.path(candidate)
+        raise ValueError(self._unknown(name))
+
+    def _unknown(self, name: str) -> str:
+        names = self.names()
+        return (f"no voice {name!r} in the voice library ({self.folder}); it has: {', '.join(names)}" if names
+                else f"no voice {name!r}: the voice library ({self.folder}) is empty (kazeia voice create ...)")
+
+    # ---- the index (a cache) -------------------------------------------------------------------
+    def _read_index(self) -> dict:
+        try:
+            data = json.loads((self.folder / INDEX).read_text(encoding="utf-8"))
+            if isinstance(data, dict) and data.get("version") == INDEX_VERSION and isinstance(data.get("files"), dict):
+                return {k: v for k, v in data["files"].items() if isinstance(v, dict)}
+        except (OSError, ValueError):
+            pass   # (missing or damaged: rebuilt from the profiles)
+        return {}
+
+    def _write_index(self, files: dict) -> None:
+        try:
+            atomic_write_text(self.folder / INDEX, json.dumps({"version": INDEX_VERSION, "files": files},
+                                                              ensure_ascii=False, indent=0))
+        except OSError:
+            pass   # (a read-only or full disk: the library still reads the profiles)
+
+    def _rebuilt(self) -> list[VoiceEntry]:
+        (self.folder / INDEX).unlink(missing_ok=True)
+        return self.entries()
+
+    # ---- writing -------------------------------------------------------------------------------
+    def free_name(self, name: str) -> str:
+        """`name` cleaned for a file name, numbered when taken (by any case)."""
+        name = clean_name(name) or "voice"
+        taken = {n.casefold() for n in self.names()}
+        base, n = name, 2
+        while name.casefold() in taken:
+            name, n = f"{base} {n}", n + 1
+        return name
+
+    def add(self, voice, model, name: str, about: dict | None = None) -> str:
+        """Saves `voice` (made with `model`) under a free form of `name`; returns the name used."""
+        from .voice import save_voice
+        name = self.free_name(name)
+        about = {"source": "recording", "created": time.time(), **(about or {})}
+        save_voice(voice, self.path(name), model, about)
+        return name
+
+    def update(self, name: str, **changes) -> VoiceEntry:
+        """Changes a profile's language, notes, tags or source (the profile file is rewritten whole)."""
+        allowed = {"language", "notes", "tags", "source"}
+        unknown = set(changes) - allowed
+        if unknown:
+            raise ValueError(f"a voice's {', '.join(sorted(unknown))} cannot be changed here")
+        if "tags" in changes:
+            changes["tags"] = sorted({t.strip() for t in changes["tags"] if t and t.strip()}, key=str.casefold)
+        path = self.find(name)
+        meta, arrays = read_profile(path)
+        meta["about"] = {**(meta.get("about") or {}), **changes}
+        write_profile(path, meta, arrays)
+        return self.entry(path.stem)
+
+    def rename(self, name: str, new: str) -> str:
+        new = clean_name(new)
+        if not new:
+            raise ValueError("a voice needs a name (letters, digits, spaces, - or _)")
+        old = self.find(name)
+        if new.casefold() != old.stem.casefold() and new.casefold() in {n.casefold() for n in self.names()}:
+            raise ValueError(f"cannot rename {old.stem!r} to {new!r}: that name is taken")
+        target = self.path(new)
+        if new.casefold() == old.stem.casefold():
+            old.rename(target)   # (only the case changes)
+        else:
+            os.link(old, target)   # (fails if another window took the name meanwhile: never replaces it)
+            old.unlink()
+        return new
+
+    def delete(self, name: str) -> None:
+        """The profile and its cached previews (unless another profile holds the same voice)."""
+        import shutil
+        path = self.find(name)
+
+        def digest(n: str) -> str | None:
+            try:
+                return self._voice_digest(n)
+            except ValueError:   # (an unreadable profile has no previews)
+                return None
+        mine = digest(path.stem)
+        shared = any(digest(n) == mine for n in self.names() if n != path.stem)
+        path.unlink(missing_ok=True)
+        if mine and not shared:
+            shutil.rmtree(self.folder / ".previews" / mine, ignore_errors=True)
+
+    # ---- previews ------------------------------------------------------------------------------
+    def _voice_digest(self, name: str) -> str:
+        """The voice itself (its vectors, codes, transcript): notes, tags and renames leave it alone."""
+        meta, arrays = read_profile(self.find(name))
+        h = hashlib.sha256(json.dumps([meta.get("model"), meta.get("ref_text")], sort_keys=True).encode())
+        for key in ("x_vector", "ref_codes"):
+            if key in arrays:
+                h.update(np.ascontiguousarray(arrays[key]).tobytes())
+        return h.hexdigest()[:24]
+
+    def _preview_path(self, name: str, model_info=None, language: str = "auto") -> Path:
+        """Keyed by everything that decides the preview's audio: the voice, the model file and the
+        language; without a model, the preview a profile brought with it (an import)."""
+        folder = self.folder / ".previews" / self._voice_digest(name)
+        if model_info is None:
+            return folder / "carried.wav"
+        key = json.dumps([model_info.path.name, model_info.file_size, language, PREVIEW_TEXT])
+        return folder / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.wav"
+
+    def cached_preview(self, name: str, model_info=None, language: str = "auto") -> tuple[np.ndarray, int] | None:
+        """(audio, rate) of the preview made on this model, else of the one the profile came with."""
+        import soundfile
+        for path in (self._preview_path(name, model_info, language), self._preview_path(name)):
+            try:
+                audio, rate = soundfile.read(str(path), dtype="float32")
+                return audio, rate
+            except (OSError, RuntimeError, soundfile.LibsndfileError):
+                continue
+        return None
+
+    def keep_preview(self, name: str, audio: np.ndarray, sample_rate: int, model_info=None,
+                     language: str = "auto") -> Path:
+        import soundfile
+        path = self._preview_path(name, model_info, language)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            soundfile.write(str(tmp), np.asarray(audio, np.float32), sample_rate, format="WAV", subtype="FLOAT")
+        return path
+
+    # ---- one file out, one file in ---------------------------------------------------------------
+    def export(self, name: str, dest: str | os.PathLike, model_info=None, language: str = "auto") -> Path:
+        """The profile with its notes and tags, and its cached preview (made on `model_info`, else the
+        one it came with) when there is one, as one .kzvoice file."""
+        meta, arrays = read_profile(self.find(name))
+        meta["about"] = {**(meta.get("about") or {}), "name": self.find(name).stem}
+        preview = self.cached_preview(name, model_info, language)
+        if preview is not None:
+            arrays["preview"] = np.asarray(preview[0], np.float32)
+            meta["preview"] = {"sample_rate": int(preview[1]), "text": PREVIEW_TEXT}
+        dest = Path(dest)
+        if dest.is_dir():
+            dest = dest / f"{self.find(name).stem}{SUFFIX}"
+        return write_profile(dest, meta, arrays)
+
+    def import_file(self, path: str | os.PathLike, name: str | None = None) -> str:
+        """A .kzvoice file (exported, or from `kazeia voice create`) into the library under a free name;
+        its preview, if it carries one, is kept apart (the profile in the library holds none)."""
+        meta, arrays = read_profile(path)
+        about = meta.get("about") or {}
+        name = self.free_name(name or about.get("name") or Path(path).stem)
+        preview = arrays.pop("preview", None)
+        info = meta.pop("preview", None)
+        meta["about"] = {**{k: v for k, v in about.items() if k != "name"},
+                         "source": about.get("source") or "imported", "imported": time.time()}
+        write_profile(self.path(name), meta, arrays)
+        if preview is not None and info:
+            self.keep_preview(name, preview, int(info.get("sample_rate", 24000)))
+        return name
+
+
+def voice_file(name_or_path: str, library: VoiceLibrary | None = None) -> Path:
+    """What `--voice` names: a profile file's path, else a voice of the library (any case)."""
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        return path
+    if path.suffix == SUFFIX and (path.parent != Path(".") or os.sep in name_or_path):
+        raise ValueError(f"--voice {name_or_path}: no such file")
+    return (library or VoiceLibrary()).find(name_or_path)
+
+
+def load_named_voice(name_or_path: str, model):
+    """`--voice`'s profile (a file, or a voice of the library) loaded for `model`."""
+    from .voice import load_voice
+    return load_voice(voice_file(name_or_path), model)
