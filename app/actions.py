@@ -38,6 +38,8 @@ COMMANDS = (
     Command("delete", "&Takes", "Delete selected takes...", ("Del",), "delete the selected takes"),
     Command("new_voice", "&Voices", "New voice from audio..."),
     Command("show_voices", "&Voices", "Show the voice library"),
+    Command("keep_voice", "&Voices", "Keep the voice of the selected take...",
+            help="the selected take's voice (designed, a speaker, any take) as a profile for Base models"),
     Command("pronunciation", "&Voices", "Pronunciation rules...", help="how words are said: term -> respelling"),
     Command("shortcuts", "&Help", "Shortcuts", ("F1",), "this list"),
     Command("modes", "&Help", "What the placement modes mean"),

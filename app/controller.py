@@ -8,6 +8,7 @@ the placement and threads it actually ran with."""
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from functools import partial
@@ -321,8 +322,21 @@ def _voice(worker: _Worker, job: Job, name: str, audio_path: str, transcript, ou
     engine = worker.require_engine()
     if engine.info.variant != "base":
         raise ValueError("voice profiles need a Base model")
-    save_voice(create_voice(engine.model, audio_path, text=transcript), Path(out_path), engine.model)
+    save_voice(create_voice(engine.model, audio_path, text=transcript), Path(out_path), engine.model,
+               {"source": "recording", "created": time.time(), "origin": {"file": Path(audio_path).name}})
     return name
+
+
+def _keep_voice(worker: _Worker, job: Job, record: dict, audio, sample_rate: int, model_paths: list[str], name: str,
+                library_folder: str) -> list[str]:
+    """A take's voice kept with each Base model given (the loaded one is used as it is)."""
+    from kazeia.engine.keep_voice import keep_voice, reference_from_take
+    from kazeia.engine.model_file import open_model
+    from kazeia.engine.voice_library import VoiceLibrary
+    reference = reference_from_take(audio, sample_rate, record, f"take {record.get('name') or record.get('id')}")
+    engine = worker.engine
+    models = [engine.model if engine is not None and str(engine.info.path) == p else open_model(p) for p in model_paths]
+    return keep_voice(reference, models, VoiceLibrary(library_folder), name)
 
 
 def _preview(worker: _Worker, job: Job, profile_path: str, language: str):
@@ -421,6 +435,11 @@ class EngineController(QObject):
     def create_voice(self, name: str, audio_path: str, transcript: str | None, out_path: Path) -> Job:
         return Job("voice", partial(_voice, name=name, audio_path=str(audio_path), transcript=transcript,
                                     out_path=str(out_path)))
+
+    def keep_voice(self, record: dict, audio, sample_rate: int, model_paths: list[str], name: str,
+                   library_folder: Path) -> Job:
+        return Job("keep voice", partial(_keep_voice, record=record, audio=audio, sample_rate=sample_rate,
+                                         model_paths=list(model_paths), name=name, library_folder=str(library_folder)))
 
     def preview(self, profile_path: Path, language: str = "auto") -> Job:
         return Job("preview", partial(_preview, profile_path=str(profile_path), language=language))

@@ -181,6 +181,7 @@ class MainWindow(QMainWindow):
         for panel in (self.takes, self.library):
             panel.error.connect(self.show_error)
         self.takes.status.connect(lambda message: self.show_status(message, 5000))
+        self.library.status.connect(lambda message: self.show_status(message, 5000))
         self.library.profiles_changed.connect(lambda name: self.voice.refresh_profiles(select=name or None))
         self._text_save = QTimer(self)   # the text is saved a second after typing stops
         self._text_save.setSingleShot(True)
@@ -196,6 +197,7 @@ class MainWindow(QMainWindow):
                 "compare": p.compare_current, "restore": lambda: p.restore_take(self.takes.current()),
                 "rename": self.takes.rename_current, "delete": self.takes.delete_selected,
                 "new_voice": self.library.new_from_audio,
+                "keep_voice": lambda: self.takes.current() and self.takes.ask_keep_voice(self.takes.current()),
                 "show_voices": lambda: self.workspace.show_page(self.library), "shortcuts": lambda: self._info_box("Shortcuts", "\n".join(shortcut_lines())),
                 "pronunciation": self.pronunciation_dialog.show, "serve": self.serve_dialog.show,
                 "book": self.book_dialog.show,

@@ -5,6 +5,7 @@ panels. The window only lays out; the engine runs on the controller's threads.""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
 
@@ -25,6 +26,7 @@ class Presenter(QObject):
     model_loaded = Signal(object)     # ModelInfo
     take_finished = Signal(object)    # the engine's Result (the take is kept by now)
     voice_created = Signal(str)
+    voice_kept = Signal(object)       # the names of the profiles kept from a take
     preview_played = Signal(object)   # audio
     script_finished = Signal(object)  # RenderSummary
     book_finished = Signal(object)    # book.render.BookResult, or the message of what failed
@@ -59,6 +61,7 @@ class Presenter(QObject):
         t.play_requested.connect(self.playback.play_take)
         t.ab_requested.connect(self.start_ab)
         t.blind_requested.connect(self.start_blind_test)
+        t.keep_voice_requested.connect(self.keep_voice)
         t.restore_requested.connect(self.restore_take)
         t.redo_chunk_requested.connect(self.redo_chunk)
         t.removing.connect(lambda take: self.playback.playing is take and self.playback.stop())
@@ -496,22 +499,70 @@ class Presenter(QObject):
         self.voice_created.emit(name)
 
     def preview_voice(self, name: str) -> None:
-        """A short fixed sentence with the profile, played and not kept."""
+        """A short fixed sentence with the profile, played and not kept as a take; cached in the library
+        by the voice, the model and the language, so it is made once."""
         try:
             self.session.require_base("voice previews")
         except ValueError as e:
             self.view.show_error(str(e))
             return
+        library, language = self.session.voices, self.view.voice.language.currentText()
+        try:
+            cached = library.cached_preview(name, self.session.info, language)
+        except ValueError as e:   # (deleted or damaged meanwhile)
+            self.view.show_error(str(e))
+            return
+        if cached is not None:
+            self._preview_name = None
+            self._on_preview(cached[0])
+            return
         self.view.show_status(f"previewing {name} ...")
-        job = self.controller.preview(self.session.voices.path(name), self.view.voice.language.currentText())
+        self._preview_name = (name, language)
+        job = self.controller.preview(library.path(name), language)
         job.finished.connect(self._on_preview)
         job.failed.connect(self.view.show_error)
         self.controller.submit(job)
 
     def _on_preview(self, audio) -> None:
+        made = getattr(self, "_preview_name", None)
+        if made is not None:
+            try:
+                self.session.voices.keep_preview(made[0], audio, self.session.info.sample_rate, self.session.info,
+                                                 made[1])
+            except (ValueError, OSError):
+                pass   # (not kept: made again next time)
         self.playback.play_audio(audio)
         self.view.show_status(f"preview: {len(audio) / self.session.info.sample_rate:.1f} s", 4000)
         self.preview_played.emit(audio)
+
+    def keep_voice(self, take: Take, name: str | None = None):
+        """The take's voice as a profile in the library, one per Base model size at hand (the Base models
+        pulled, and the one open); returns the Job, or None with the reason shown."""
+        from kazeia.engine.models.registry import Registry
+        paths = [e.path for e in Registry().entries() if e.variant == "base" and Path(e.path).is_file()]
+        info = self.session.info
+        if info is not None and info.variant == "base" and str(info.path) not in paths:
+            paths.insert(0, str(info.path))
+        if not paths:
+            self.view.show_error("keeping a voice needs a Base model (0.6B or 1.7B): File > Get models... "
+                                 "(Base), or open one")
+            return None
+        name = name or take.name or (f"kept {take.request.get('instruct')[:30]}" if take.request.get("instruct")
+                                     else f"kept {take.voice}")
+        self.view.show_status(f"keeping the voice of {take.label} ...")
+        job = self.controller.keep_voice(take.to_json(), self.session.store.audio(take), take.sample_rate, paths,
+                                         name, self.session.voices.folder)
+        job.finished.connect(self._on_voice_kept)
+        job.failed.connect(self.view.show_error)
+        self.controller.submit(job)
+        return job
+
+    def _on_voice_kept(self, names) -> None:
+        self.view.clear_error()
+        self.view.voice.refresh_profiles()
+        self.view.library.refresh(select=names[0] if names else None)
+        self.view.show_status(f"voice kept as {', '.join(names)}", 5000)
+        self.voice_kept.emit(names)
 
     # ---- downloads and the server (on the controller's service thread) -----------------------
     def pull_model(self, source: str) -> None:

@@ -4,6 +4,7 @@ existing file untouched and no half-written file under its name)."""
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -11,10 +12,11 @@ from typing import Iterator
 
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yields a temporary path beside `path` (same folder, same extension, unique per process) to
-    write; it becomes `path` when the block ends without an error and is removed otherwise."""
+    """Yields a temporary path beside `path` (same folder, same extension, unique per process and
+    thread: two writers of one file never share it) to write; it becomes `path` when the block ends
+    without an error and is removed otherwise."""
     path = Path(path)
-    partial = path.with_name(f".{path.stem}.{os.getpid()}.partial{path.suffix}")
+    partial = path.with_name(f".{path.stem}.{os.getpid()}-{threading.get_ident()}.partial{path.suffix}")
     try:
         yield partial
         os.replace(partial, path)

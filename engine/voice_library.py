@@ -31,6 +31,11 @@ PREVIEW_TEXT = "This is how I sound."
 SUFFIX = ".kzvoice"
 
 
+def clean_tags(tags) -> list[str]:
+    """Tags as kept: stripped, once each, sorted."""
+    return sorted({str(t).strip() for t in tags or () if str(t).strip()}, key=str.casefold)
+
+
 def clean_name(name: str) -> str:
     """A profile name that is also a file name (letters, digits, spaces, - and _)."""
     return re.sub(r"[^\w\- ]+", "_", name).strip()
@@ -174,6 +179,7 @@ class VoiceLibrary:
         from .voice import save_voice
         name = self.free_name(name)
         about = {"source": "recording", "created": time.time(), **(about or {})}
+        about["tags"] = clean_tags(about.get("tags"))
         save_voice(voice, self.path(name), model, about)
         return name
 
@@ -184,7 +190,7 @@ class VoiceLibrary:
         if unknown:
             raise ValueError(f"a voice's {', '.join(sorted(unknown))} cannot be changed here")
         if "tags" in changes:
-            changes["tags"] = sorted({t.strip() for t in changes["tags"] if t and t.strip()}, key=str.casefold)
+            changes["tags"] = clean_tags(changes["tags"])
         path = self.find(name)
         meta, arrays = read_profile(path)
         meta["about"] = {**(meta.get("about") or {}), **changes}

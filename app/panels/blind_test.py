@@ -99,6 +99,7 @@ class BlindTestDialog(QDialog):
             b.clicked.connect(lambda _=False, s=slot: self.play(s))
             self.play_buttons[slot] = b
             self.play_row.addWidget(b)
+            b.setVisible(slot in ("A", "B", "X"))   # (start() shows the test's own: a hidden one takes no width)
         layout.addLayout(self.play_row)
         controls = QHBoxLayout()
         self.stop_button, self.restart_button = QPushButton("Stop (Space)"), QPushButton("From the start (Home)")

@@ -163,6 +163,7 @@ class TakesPanel(Panel):
     play_requested = Signal(object)      # a Take
     ab_requested = Signal()
     blind_requested = Signal()           # a blind test of the two selected
+    keep_voice_requested = Signal(object, str)   # a take whose voice becomes a profile, and its name
     restore_requested = Signal(object)   # a Take whose settings go back into the panels
     redo_chunk_requested = Signal(object, int)   # a long take and the chunk (0-based) to make again
     removing = Signal(object)            # a Take about to be deleted (its playback stops)
@@ -367,6 +368,7 @@ class TakesPanel(Panel):
         blind = menu.addAction("Blind test the two selected...", self.blind_requested.emit)
         blind.setEnabled(len(self.selected()) == 2)
         menu.addAction("Restore settings", lambda: self.restore_requested.emit(take))
+        menu.addAction("Keep this voice...", lambda: self.ask_keep_voice(take))
         redo = menu.addAction("Make a chunk again (new seed)...", lambda: self.ask_redo_chunk(take))
         redo.setEnabled(bool(take.chunks))
         menu.addAction("Rename...", self.rename_current)
@@ -374,6 +376,15 @@ class TakesPanel(Panel):
         menu.addAction("Delete...", self.delete_selected)
         menu.popup(where)
         return menu
+
+    def ask_keep_voice(self, take) -> None:
+        """The name of the voice profile the take's voice becomes."""
+        default = take.name or (f"kept {take.request['instruct'][:30]}" if take.request.get("instruct")
+                                else f"kept {take.voice}")
+        name, ok = QInputDialog.getText(self, "Keep this voice", "a name for the voice (kept in the voice library, "
+                                              "for every Base model size at hand)", text=default)
+        if ok and name.strip():
+            self.keep_voice_requested.emit(take, name.strip())
 
     def ask_redo_chunk(self, take) -> None:
         """Which chunk of a long take to make again (1-based for the operator)."""

@@ -80,8 +80,13 @@ class VoicePanel(Panel):
         if not name or not self.is_base:
             self.profile_info.setText("")
             return
-        i = self.library.info(name)
-        self.profile_info.setText(f"{i['kind']} profile, made for {i['model']} ({i['size']})")
+        try:
+            e = self.library.entry(name)
+        except ValueError:   # (deleted by another window)
+            self.profile_info.setText("")
+            return
+        self.profile_info.setText(f"{e.kind} profile, made for {e.model} ({e.size})" if e.kind != "unreadable"
+                                  else f"unreadable: {e.problem}")
 
     def request(self) -> dict:
         """The voice part of a take's request; a Base model without a profile is refused."""

@@ -1,14 +1,19 @@
-"""The voice library: every profile with its kind (x-vector, or in-context with a transcript) and
-the model it was made for; rename and delete (asks first) here, new (from reference audio) and
-preview (a short fixed sentence, played, not kept as a take) asked of the engine's worker."""
+"""The voice library (engine/voice_library.py, shared with `kazeia say --voice NAME` and `kazeia serve`):
+every profile with its size, kind, source (a recording, a designed voice kept from a take...), language,
+tags and notes; a search over all of them; preview (a short sentence, cached), notes and tags, rename,
+delete (asks first), export and import (one file with the profile and its preview) here or asked of the
+engine's worker (new from audio, preview). The folder is re-read when the panel is shown, so a second
+workbench's changes appear."""
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QInputDialog, QMessageBox, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QInputDialog, QLineEdit,
+                               QMessageBox, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
 from .base import Panel, wrapping_label
 
-COLUMNS = ("name", "kind", "made for", "transcript")
+AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".mp3", ".aiff", ".aif"}
+COLUMNS = ("name", "kind", "size", "source", "language", "tags", "notes")
 
 
 class VoiceLibraryPanel(Panel):
@@ -17,6 +22,7 @@ class VoiceLibraryPanel(Panel):
     preview_requested = Signal(str)
     profiles_changed = Signal(str)           # a name to select, or ""
     error = Signal(str)
+    status = Signal(str)
 
     def __init__(self, settings, library):
         super().__init__(settings)
@@ -24,6 +30,11 @@ class VoiceLibraryPanel(Panel):
         layout = QVBoxLayout(self)
         self.note = wrapping_label()
         layout.addWidget(self.note)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("search: name, tags, notes, language, source...")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(lambda _: self.refresh(select=self.current()))
+        layout.addWidget(self.search)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
@@ -32,20 +43,33 @@ class VoiceLibraryPanel(Panel):
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.horizontalHeader().setMaximumSectionSize(220)
         layout.addWidget(self.table, 1)
-        row = QHBoxLayout()
-        self.new_button, self.rename_button, self.delete_button, self.preview_button = (
-            QPushButton("New from audio..."), QPushButton("Rename..."), QPushButton("Delete..."),
-            QPushButton("Preview"))
-        for b in (self.new_button, self.rename_button, self.delete_button, self.preview_button):
-            row.addWidget(b)
-        layout.addLayout(row)
+        self.buttons = {}
+        for row_names in (("new", "preview", "describe", "rename"), ("delete", "export", "import")):
+            row = QHBoxLayout()
+            for key in row_names:
+                text = {"new": "New from audio...", "preview": "Preview", "describe": "Notes and tags...",
+                        "rename": "Rename...", "delete": "Delete...", "export": "Export...", "import": "Import..."}[key]
+                self.buttons[key] = QPushButton(text)
+                row.addWidget(self.buttons[key])
+            layout.addLayout(row)
+        self.new_button, self.preview_button = self.buttons["new"], self.buttons["preview"]
+        self.rename_button, self.delete_button = self.buttons["rename"], self.buttons["delete"]
         self.new_button.clicked.connect(self.new_from_audio)
-        self.rename_button.clicked.connect(lambda: self.current() and self.rename(self.current()))
-        self.delete_button.clicked.connect(lambda: self.current() and self.delete(self.current()))
-        self.preview_button.clicked.connect(lambda: self.current() and self.preview_requested.emit(self.current()))
+        self.buttons["rename"].clicked.connect(lambda: self.current() and self.rename(self.current()))
+        self.buttons["delete"].clicked.connect(lambda: self.current() and self.delete(self.current()))
+        self.buttons["preview"].clicked.connect(lambda: self.current() and self.preview_requested.emit(self.current()))
+        self.buttons["describe"].clicked.connect(lambda: self.current() and self.describe(self.current()))
+        self.buttons["export"].clicked.connect(lambda: self.current() and self.export(self.current()))
+        self.buttons["import"].clicked.connect(lambda: self.import_file())
+        self.model_info = None
         self.set_model(None)
         self.refresh()
+
+    def showEvent(self, event) -> None:   # (another workbench may have changed the folder)
+        self.refresh(select=self.current())
+        super().showEvent(event)
 
     def new_from_audio(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Reference audio", "", "Audio (*.wav *.flac *.ogg *.mp3 *.aiff)")
@@ -54,24 +78,79 @@ class VoiceLibraryPanel(Panel):
                                                                 "in-context cloning)")
             self.create_requested.emit(path, text if ok and text else None)
 
-    def rename(self, name: str) -> None:
-        new, ok = QInputDialog.getText(self, "Rename voice", "name", text=name)
-        if not ok:
-            return
+    def _changed(self, select: str = "") -> None:
+        self.refresh(select=select or None)
+        self.profiles_changed.emit(select)
+
+    def rename(self, name: str, new: str | None = None) -> None:
+        if new is None:
+            new, ok = QInputDialog.getText(self, "Rename voice", "name", text=name)
+            if not ok:
+                return
         try:
             new = self.library.rename(name, new)
-        except ValueError as e:
+        except (ValueError, OSError) as e:
             self.error.emit(str(e))
             return
-        self.refresh(select=new)
-        self.profiles_changed.emit(new)
+        self._changed(new)
 
     def delete(self, name: str) -> None:
         if QMessageBox.question(self, "Delete voice", f"Delete the voice profile {name!r}? Takes made with it are "
                                 "kept.") == QMessageBox.Yes:
-            self.library.delete(name)
-            self.refresh()
-            self.profiles_changed.emit("")
+            try:
+                self.library.delete(name)
+            except (ValueError, OSError) as e:
+                self.error.emit(str(e))
+            self._changed()
+
+    def describe(self, name: str, notes: str | None = None, tags: str | None = None,
+                 language: str | None = None) -> None:
+        """Notes, tags (comma-separated) and language; asked for when not given."""
+        entry = self.library.entry(name)
+        if notes is None:
+            notes, ok = QInputDialog.getMultiLineText(self, f"Notes: {name}", "notes", entry.notes)
+            if not ok:
+                return
+        if tags is None:
+            tags, ok = QInputDialog.getText(self, f"Tags: {name}", "tags, comma-separated", text=", ".join(entry.tags))
+            if not ok:
+                return
+        if language is None:
+            language, ok = QInputDialog.getText(self, f"Language: {name}", "language", text=entry.language)
+            if not ok:
+                return
+        try:
+            self.library.update(name, notes=notes, tags=tags.split(","), language=language.strip())
+        except (ValueError, OSError) as e:
+            self.error.emit(str(e))
+            return
+        self._changed(name)
+
+    def export(self, name: str, path: str | None = None) -> None:
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export voice", f"{name}.kzvoice", "Voice (*.kzvoice)")
+            if not path:
+                return
+        try:
+            out = self.library.export(name, path, self.model_info)
+        except (ValueError, OSError) as e:
+            self.error.emit(f"cannot export {name!r}: {e}")
+            return
+        self.status.emit(f"exported {name!r} to {out}")
+
+    def import_file(self, path: str | None = None) -> str | None:
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(self, "Import voice", "", "Voice (*.kzvoice)")
+            if not path:
+                return None
+        try:
+            name = self.library.import_file(path)
+        except (ValueError, OSError) as e:
+            self.error.emit(str(e))
+            return None
+        self._changed(name)
+        self.status.emit(f"imported {name!r}")
+        return name
 
     def current(self) -> str | None:
         row = self.table.currentRow()
@@ -79,20 +158,25 @@ class VoiceLibraryPanel(Panel):
         return item.text() if item else None
 
     def set_model(self, info) -> None:
+        self.model_info = info
         base = info is not None and info.variant == "base"
         for b in (self.new_button, self.preview_button):
             b.setEnabled(base)
         self.note.setText("Voice profiles clone a voice from reference audio (a few seconds; with its transcript, "
-                          "in-context cloning follows it more closely). Drop audio files on the window to add one."
+                          "in-context cloning follows it more closely), or keep a take's voice (Takes: Keep this "
+                          "voice). Drop audio files on the window to add one."
                           + ("" if base else " Load a Base model to create or preview profiles."))
 
     def refresh(self, select: str | None = None) -> None:
-        names = self.library.names()
-        self.table.setRowCount(len(names))
-        for row, name in enumerate(names):
-            info = self.library.info(name)
-            values = (name, info["kind"], f"{info['model']} ({info['size']})", info["transcript"])
+        entries = self.library.search(self.search.text())
+        self.table.setRowCount(len(entries))
+        for row, e in enumerate(entries):
+            values = ((e.name, e.kind, e.size, e.source, e.language, ", ".join(e.tags), e.notes) if e.kind != "unreadable"
+                      else (e.name, "unreadable", "", "", "", "", e.problem))
             for col, value in enumerate(values):
-                self.table.setItem(row, col, QTableWidgetItem(value))
-            if name == select:
+                item = QTableWidgetItem(value)
+                if col == len(values) - 1 and value:
+                    item.setToolTip(value)
+                self.table.setItem(row, col, item)
+            if e.name == select:
                 self.table.selectRow(row)

@@ -1,9 +1,11 @@
 """One screen size, in its own process on its own X server (test_workbench_layout.py starts both):
 opens the workbench full-screen on the demo model, makes a take with a long name, then shows
 every page and lists what is cut (layout_check). Prints one JSON line; writes screenshots. With
---book, also the Book dialog with a small book rendered, at the screen's size.
+--book, also the Book dialog with a small book rendered, at the screen's size; with --listening, the
+Voices page with a library of described voices, and the Blind test dialog in a trial.
 
-    python tests/support/workbench_at_size.py OUT_DIR NAME [--theme light|dark] [--touch on|off] [--book]"""
+    python tests/support/workbench_at_size.py OUT_DIR NAME [--theme light|dark] [--touch on|off] [--book]
+                                              [--listening]"""
 from __future__ import annotations
 
 import argparse
@@ -24,6 +26,7 @@ def main() -> int:
     parser.add_argument("--theme", default="light")
     parser.add_argument("--touch", default="off")
     parser.add_argument("--book", action="store_true")
+    parser.add_argument("--listening", action="store_true")
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="kazeia-size-"))
     os.environ["KAZEIA_DATA_DIR"] = str(data / "data")
@@ -103,6 +106,11 @@ def walk(app, window, screen, args) -> int:
             problems["Book"] = found
         if shot:
             shots.append(str(shot))
+    if args.listening:
+        for page, (found, shot) in listening(window, wait, out, args.name).items():
+            if found:
+                problems[page] = found
+            shots.append(str(shot))
     print(json.dumps({"arrangement": ws.arrangement, "window": [window.width(), window.height()],
                       "screen": [screen.availableGeometry().width(), screen.availableGeometry().height()],
                       "dpr": screen.devicePixelRatio(), "minimum": [window.minimumSizeHint().width(),
@@ -135,6 +143,44 @@ def book_dialog(window, screen, wait, shot: Path, data: Path):
     found = clipped(dialog)
     dialog.grab().save(str(shot))
     return found, shot
+
+
+def listening(window, wait, out: Path, name: str) -> dict:
+    """The Voices page with three described voices (profiles written as the library writes them), and
+    the Blind test dialog in its first trial on two takes: what is cut, and their screenshots."""
+    import numpy as np
+
+    from kazeia.engine.voice import write_profile
+    from layout_check import clipped
+    described = [("Narrator", "recording", "english", ["warm", "book"], "for the long novels; slow and even"),
+                 ("Calm designed", "designed", "english", ["calm"], "kept from a VoiceDesign take"),
+                 ("Announcer", "imported", "german", ["bright", "radio"], "")]
+    for voice, source, language, tags, notes in described:
+        meta = {"format": "kazeia-voice", "version": 1, "ref_text": None,
+                "model": {"name": "Qwen3-TTS-12Hz-0.6B-Base", "variant": "base", "size": "0.6B", "hidden_size": 1024},
+                "about": {"source": source, "language": language, "tags": tags, "notes": notes}}
+        write_profile(window.voices.path(voice), meta, {"x_vector": np.zeros(1024, np.float32)})
+    ws = window.workspace
+    ws.show_page(window.library)
+    wait(lambda: False, 0.2)
+    found = {}
+    shot = out / f"{name}-voices.png"
+    window.grab().save(str(shot))
+    found["Voices"] = (clipped(window), shot)
+    ws.show_page(window.takes)
+    window.presenter.generate()
+    wait(lambda: len(window.store.takes) >= 2 and not window.controller.busy, 120)
+    window.takes.table.selectAll()
+    dialog = window.presenter.start_blind_test()
+    area = window.screen().availableGeometry()
+    dialog.resize(min(720, area.width() - 40), min(520, area.height() - 80))
+    dialog.start(seed=7)
+    wait(lambda: False, 0.2)
+    shot = out / f"{name}-blind-test.png"
+    dialog.grab().save(str(shot))
+    found["Blind test"] = (clipped(dialog), shot)
+    dialog.close()
+    return found
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ SIZES = [("portrait-800x1280", (800, 1280), 1, "light", "off", "narrow"),
          ("1280x800-touch", (1280, 800), 1, "dark", "on", "wide")]
 
 BOOK_SIZES = ("portrait-800x1280", "1280x800")   # the Book dialog too (a book rendered in it)
+# the Voices page with a described library and the Blind test dialog, light and dark
+LISTENING_SIZES = ("portrait-800x1280", "1280x800", "portrait-800x1280-dark", "1280x800-dark")
 
 
 class Xvfb:
@@ -64,8 +66,9 @@ def test_nothing_is_cut_at_any_size(xvfb_present, name, screen, scale, theme, to
     try:
         env = {**os.environ, "DISPLAY": server.display, "QT_QPA_PLATFORM": "xcb", "QT_SCALE_FACTOR": str(scale)}
         book = ["--book"] if name in BOOK_SIZES else []
+        listening = ["--listening"] if name in LISTENING_SIZES else []
         done = subprocess.run([sys.executable, str(RUNNER), str(ARTIFACTS), f"workbench-{name}", "--theme", theme,
-                               "--touch", touch, *book],
+                               "--touch", touch, *book, *listening],
                               env=env, capture_output=True, text=True, timeout=300)
     finally:
         server.close()
@@ -81,10 +84,11 @@ def test_nothing_is_cut_at_any_size(xvfb_present, name, screen, scale, theme, to
     for shot in result["screenshots"]:
         assert Path(shot).stat().st_size > 20_000
         image = QImage(shot)   # drawn at the screen's own pixels: sharp on HiDPI
-        if shot.endswith("-book.png"):   # (a dialog: within the screen)
+        if shot.endswith(("-book.png", "-blind-test.png")):   # (a dialog: within the screen)
             assert image.width() <= screen[0] and image.height() <= screen[1], shot
             continue
         assert (image.width(), image.height()) == screen, (shot, image.width(), image.height())
     assert (name in BOOK_SIZES) == any(s.endswith("-book.png") for s in result["screenshots"])
+    assert (name in LISTENING_SIZES) == any(s.endswith("-blind-test.png") for s in result["screenshots"])
     report(f"workbench {name}: {result['arrangement']}, window {result['window']}, minimum {result['minimum']}, "
            f"nothing cut on any page")

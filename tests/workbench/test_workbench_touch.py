@@ -107,9 +107,9 @@ def test_a_tap_plays_a_take_and_a_long_press_opens_its_actions(qtbot, workdir, m
     menu = next(m for m in QApplication.topLevelWidgets() if isinstance(m, QMenu) and m.objectName() == "take_actions"
                 and m.isVisible())
     texts = [a.text() for a in menu.actions()]
-    assert texts == ["Play", "A/B the two selected", "Restore settings", "Make a chunk again (new seed)...",
-                     "Rename...", "Export...", "Delete..."]
-    assert not menu.actions()[3].isEnabled()   # (a one-prompt take has no chunks)
+    assert texts == ["Play", "A/B the two selected", "Blind test the two selected...", "Restore settings",
+                     "Keep this voice...", "Make a chunk again (new seed)...", "Rename...", "Export...", "Delete..."]
+    assert not menu.actions()[5].isEnabled()   # (a one-prompt take has no chunks)
     assert w.takes.current() is not tapped
     monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("renamed by finger", True))
     next(a for a in menu.actions() if a.text() == "Rename...").trigger()

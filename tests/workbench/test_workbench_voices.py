@@ -47,10 +47,59 @@ def test_voice_library_for_base_models(qtbot, workdir, converted, monkeypatch):
     with qtbot.waitSignal(w.presenter.preview_played, timeout=TIMEOUT_MS) as blocker:
         w.presenter.preview_voice("my voice")   # a short fixed sentence, not a take
     assert 0 < len(blocker.args[0]) < 24000 * 20 and len(w.store.takes) == takes
+    jobs = []
+    w.controller.submitted.connect(jobs.append)
+    with qtbot.waitSignal(w.presenter.preview_played, timeout=TIMEOUT_MS) as again:
+        w.presenter.preview_voice("my voice")   # made once: from the library's cache the second time
+    assert not jobs and np.array_equal(again.args[0], blocker.args[0])
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.No)
     w.library.delete("my voice")
     assert "my voice" in w.voices.names()
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.Yes)
     w.library.delete("my voice")
     assert w.voices.names() == ["with text"]
+    w.controller.shutdown()
+
+
+def test_keep_a_designed_voice_and_a_library_shared_by_two_windows(qtbot, workdir, converted, monkeypatch, tmp_path):
+    """A VoiceDesign take kept with the Base model pulled before (the registry's): a designed profile in
+    the library; notes and tags, search, export and import in the panel; a second window on the same
+    data folder sees what the first wrote, and the first sees the second's rename."""
+    from kazeia.engine.models.registry import ModelEntry, Registry
+    base = converted("base")
+    Registry().add(ModelEntry(name="tiny-base", path=str(base), source="test", revision="0", type="f32",
+                              decoder_type="f32", variant="base", size="tiny", file_bytes=base.stat().st_size,
+                              added="2026-12-07T00:00:00Z"))
+    w = make_window(qtbot, workdir, model=str(converted("voice_design")))
+    w.voice.instruct.setText("A calm, low voice that speaks slowly.")
+    w.voice.language.setCurrentText("english")
+    generate(qtbot, w, frames=40, seed=3, text="The kept voice says this sentence.")
+    take = w.store.takes[-1]
+    with qtbot.waitSignal(w.presenter.voice_kept, timeout=TIMEOUT_MS) as kept:
+        assert w.presenter.keep_voice(take, "calm designed") is not None
+    assert kept.args[0] == ["calm designed"]
+    entry = w.voices.entry("calm designed")
+    assert (entry.source, entry.kind, entry.transcript) == ("designed", "in-context", "The kept voice says this sentence.")
+    w.workspace.show_page(w.library)
+    w.library.describe("calm designed", notes="slow narrator", tags="calm, designed", language="english")
+    w.library.search.setText("slow calm")
+    assert [w.library.table.item(r, 0).text() for r in range(w.library.table.rowCount())] == ["calm designed"]
+    screenshot(w, "workbench_voice_library_kept")
+    w.library.export("calm designed", str(tmp_path / "calm.kzvoice"))
+    assert w.library.import_file(str(tmp_path / "calm.kzvoice")) == "calm designed 2"
+    w.library.search.setText("")
+    # a second workbench on the same data folder
+    other = make_window(qtbot, workdir, model=str(base))
+    assert set(other.voices.names()) == {"calm designed", "calm designed 2"}
+    other.workspace.show_page(other.library)
+    other.library.rename("calm designed 2", "imported calm")
+    assert other.voice.profile.findText("imported calm") >= 0   # (a Base model: the voice panel lists it)
+    w.workspace.show_page(w.takes)
+    w.workspace.show_page(w.library)   # shown again: read again
+    names = [w.library.table.item(r, 0).text() for r in range(w.library.table.rowCount())]
+    assert names == ["calm designed", "imported calm"]
+    # no Base model at hand: a clear message
+    Registry().remove("tiny-base")
+    assert w.presenter.keep_voice(take) is None and "needs a Base model" in w.banner_text.text()
+    other.controller.shutdown()
     w.controller.shutdown()
