@@ -18,6 +18,7 @@ from kazeia.engine.blind_test import DEFAULT_TRIALS, BlindTest, saved_tests
 from kazeia.engine.loudness import matched_gain
 
 from ..touch import HIT_TARGET
+from .base import wrapping_label
 
 BIG = 2 * HIT_TARGET   # the trial's buttons: large for a finger, and hard to miss without looking
 
@@ -58,11 +59,9 @@ class BlindTestDialog(QDialog):
     def _setup_page(self) -> QWidget:
         page = QWidget()
         layout = QVBoxLayout(page)
-        intro = QLabel("ABX: A and B are the two takes, in an order drawn at random; X is one of them. Say which "
-                       "X is, trial after trial. Preference: two sounds per trial, say which sounds better. "
-                       "Which take is which is shown when the test ends.")
-        intro.setWordWrap(True)
-        layout.addWidget(intro)
+        layout.addWidget(wrapping_label("ABX: A and B are the two takes, in an order drawn at random; X is one of "
+                                        "them. Say which X is, trial after trial. Preference: two sounds per trial, "
+                                        "say which sounds better. Which take is which is shown when the test ends."))
         form = QFormLayout()
         self.kind = QComboBox()
         self.kind.addItem("ABX: can the difference be heard?", "abx")
@@ -116,8 +115,7 @@ class BlindTestDialog(QDialog):
         answers.addWidget(self.answer_buttons["left"], 0, 0)
         answers.addWidget(self.answer_buttons["right"], 0, 1)
         layout.addLayout(answers)
-        self.hint = QLabel()
-        self.hint.setWordWrap(True)
+        self.hint = wrapping_label()
         layout.addWidget(self.hint)
         layout.addStretch(1)
         for b in page.findChildren(QPushButton):   # (Space must stop, not press the button with focus)
@@ -134,12 +132,10 @@ class BlindTestDialog(QDialog):
         self.verdict.setFont(font)
         self.verdict.setWordWrap(True)
         layout.addWidget(self.verdict)
-        self.reveal = QLabel()
-        self.reveal.setWordWrap(True)
+        self.reveal = wrapping_label()
         self.reveal.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout.addWidget(self.reveal)
-        self.meaning = QLabel()
-        self.meaning.setWordWrap(True)
+        self.meaning = wrapping_label()
         layout.addWidget(self.meaning)
         layout.addStretch(1)
         row = QHBoxLayout()
