@@ -76,8 +76,12 @@ def compose_open(text: str, **compose_args) -> OpenPlan:
         rest = last.text[growing_at:]
         ahead = _join(words, rest)[len(words):] if rest else ""
     else:
-        words = _known_words(growing, planner.budget, planner.count_tokens)
-        ahead = _after_part(words, last.text[growing_at + len(words):])
+        # (the last word written is whole when a space follows it: a mark that ends it is then a part's end)
+        at_end = word_done and growing_at + len(growing) >= len(last.text)
+        words = _known_words(growing + (" " if at_end else ""), planner.budget, planner.count_tokens)
+        # (a space written after the last word is what follows the known words if the chunk goes on:
+        # their last token is final without waiting for the next word)
+        ahead = _after_part(words, (last.text + (" " if word_done else ""))[growing_at + len(words):])
     if not words or planner.lexicon is not None:
         return OpenPlan(done, None)
     chunk = planner.add_chunk(last, words, voice_name, chosen, lang, rewrite=False)
@@ -88,11 +92,11 @@ def compose_open(text: str, **compose_args) -> OpenPlan:
 def _after_part(words: str, rest: str) -> str:
     """What follows `words` in the text, as far as it is also what follows them in a chunk: after a
     mark a part may end, and packing joins the next to it with a space, or none between CJK."""
+    if words and _is_cjk(words[-1]):   # (before isalnum: kana and hanzi are letters too)
+        return rest if _is_cjk(rest[:1]) else ""
     if not words or words[-1].isalnum():
         return rest
-    if _is_cjk(words[-1]):
-        return rest if _is_cjk(rest[:1]) else ""
-    return rest if re.match(r" \S", rest) else ""
+    return rest if re.match(r" (\S|$)", rest) else ""
 
 
 def _regular_spacing(text: str) -> str:
@@ -104,7 +108,7 @@ def _regular_spacing(text: str) -> str:
     for i, c in enumerate(text):   # (nor a space beside CJK, which packing joins without one)
         if c == " " and (_is_cjk(text[i - 1:i]) or _is_cjk(text[i + 1:i + 2])):
             return text[:i]
-    return text.rstrip()
+    return text   # (one space at most at its end: what packing puts after a word, whatever follows)
 
 
 _PAIRS = {"(": ")", "«": "»", "“": "”", "‘": "’", "「": "」", "『": "』", "《": "》", "（": "）", "[": "]"}

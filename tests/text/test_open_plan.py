@@ -93,12 +93,18 @@ def test_the_first_words_are_known_before_the_first_sentence_ends():
     """What a live take speaks at once: the start of the first sentence, before its end is written."""
     plan = compose_open("Sure, here is what I found about the train", **args(Budget()))
     assert plan.open_chunk is not None and plan.open_chunk.text == "Sure,"
+    plan = compose_open("The train leaves at ten and costs very little", **args(Budget()))
+    assert plan.open_chunk.text == "The train leaves at ten and costs very"   # ("little" may go on)
     plan = compose_open("The train leaves at ten and costs very little ", **args(Budget()))
-    assert plan.open_chunk.text == "The train leaves at ten and costs very"
+    assert plan.open_chunk.text == "The train leaves at ten and costs very little"   # (a space ended it)
+    plan = compose_open("Sure, ", **args(Budget()))   # (known at once: the first audio waits for no next word)
+    assert plan.open_chunk.text == "Sure," and plan.ahead == " "
     plan = compose_open("One sentence. Another one is being writ", **args(Budget()))
     assert plan.open_chunk.text == "One sentence." and not plan.settled
     assert compose_open("<speak>Hello there.</speak> ", **args(Budget())).open_chunk is None
-    assert compose_open("Hello. [pause:1", **args(Budget())).open_chunk is None   # (the tag may go on)
+    # (the tag may go on, but whatever it becomes, the chunk before it keeps "Hello.")
+    assert compose_open("Hello. [pause:1", **args(Budget())).open_chunk.text == "Hello."
+    assert compose_open("Hello [pause:1", **args(Budget())).open_chunk.text == "Hello"
     assert compose_open("Hello. [pause:1s] ", **args(Budget())).settled[0].text == "Hello."
     assert compose_open("Ali", **args(Budget())).open_chunk is None   # (maybe "Alice: ...")
 
