@@ -38,8 +38,14 @@ class StreamedTake(LongStream):
 
     def __init__(self, engine: "Engine", *, speaker: str | None, language: str | None, instruct: str | None,
                  voice: "Voice | None", sampling: SamplingParams | None, decode_every: int, max_tokens: int,
-                 lexicon=None):
+                 lexicon=None, hold_ms: float = 0.0):
+        """`hold_ms`: speech starts once the text written holds that much reading (one token a frame)
+        or the text ends: a writer slower than the model reads (12.5 tokens a second) is then waited
+        for less often, at the cost of first audio that much later. The codes and audio are the same."""
+        if not 0 <= hold_ms <= 60_000:
+            raise ValueError(f"hold_ms must be from 0 to 60000, got {hold_ms!r}")
         self._engine = engine
+        self._hold_tokens = hold_ms / 1000 * engine.info.frame_rate
         self._sampling = sampling or SamplingParams.from_model(engine.info)
         self._sampling.validate()
         self._decode_every, self._max_tokens = decode_every, max_tokens
@@ -115,6 +121,8 @@ class StreamedTake(LongStream):
 
     # ---- planning --------------------------------------------------------------------------------
     def _advance(self, plan: OpenPlan) -> None:
+        if not self._streams and self._compose_args["count_tokens"](self._text.strip()) < self._hold_tokens:
+            return   # (held: nothing is spoken before that much text is written)
         chunks_settled = sum(isinstance(p, PlannedChunk) for p in plan.settled)
         maybe_one_prompt = chunks_settled <= 1 and (plan.open_chunk is None or plan.open_chunk.index == 0)
         for position in range(self._settled, len(plan.settled)):

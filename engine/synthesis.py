@@ -317,17 +317,18 @@ class Engine:
     def open_text_stream(self, *, speaker: str | None = None, language: str | None = "auto",
                          instruct: str | None = None, voice: Voice | None = None,
                          sampling: SamplingParams | None = None, decode_every: int = DECODE_EVERY,
-                         lexicon=None) -> "StreamedTake":
+                         lexicon=None, hold_ms: float = 0.0) -> "StreamedTake":
         """Speech of a text still being written: write(delta) as it comes, close() at the end,
         iterate for audio chunks (engine/streamed_take.py). The codes and audio are those of the
         whole text (less its leading white space) given to take(Request(text, ...,
         streaming_text=True)), bit for bit: one utterance while the text is one prompt, else its
         chunks as the long-text front end plans them, each begun as soon as its words are known.
-        `lexicon`: text.lexicon.Lexicon (a chunk it may rewrite begins once its words are all known)."""
+        `lexicon`: text.lexicon.Lexicon (a chunk it may rewrite begins once its words are all known);
+        `hold_ms`: speech starts once the text holds that much reading (StreamedTake)."""
         from .streamed_take import StreamedTake
         return StreamedTake(self, speaker=speaker, language=language, instruct=instruct, voice=voice,
                             sampling=sampling, decode_every=decode_every, max_tokens=MAX_TEXT_TOKENS,
-                            lexicon=lexicon)
+                            lexicon=lexicon, hold_ms=hold_ms)
 
     def take(self, request: Request, *, lexicon=None, join=None, chunk_seeds: dict[int, int] | None = None,
              decode_every: int = DECODE_EVERY):

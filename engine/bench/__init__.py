@@ -23,7 +23,8 @@ def main_bench(args) -> int:
         from .agent import bench_agent
         result = bench_agent(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",
                              rates=tuple(args.rates), counts=tuple(args.clients or [1, 4]), frames=frames_cap or 120,
-                             threads=args.threads, runs=args.runs, model_path=args.model, progress=not args.quiet)
+                             threads=args.threads, runs=args.runs, model_path=args.model, progress=not args.quiet,
+                             holds=tuple(args.holds))
     elif args.book:
         from .book import bench_book
         result = bench_book(size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",

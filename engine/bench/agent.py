@@ -4,10 +4,13 @@ side by side in alternating rounds:
 - live: Kazeia's live socket, every word sent as it is written, the whole answer's take (flush at the end);
 - sentences: what servers that take streamed text do, each sentence a request once it is complete,
   one after another (their audio must play in order).
-Per case: time from the first word sent to the first audio (p50/p95 over the sockets and rounds);
+Per case: time from the first word sent to the first audio (p50/p95 over the sockets and rounds; the
+writer's time for that first word is not counted);
 stalls once speech has started (a listener playing the audio as it comes, in real time, runs out:
 count and total ms); audio seconds per wall second. Then what a waiting session costs the others:
-one stream's ms per frame alone and beside `waiting` live turns with all their text read."""
+one stream's ms per frame alone and beside `waiting` live turns with all their text read. `holds`:
+live turns that start once the text holds that much reading (the socket's hold_ms), the policy that
+trades first audio for stalls when the writer is slower than the model reads."""
 from __future__ import annotations
 
 import http.client
@@ -66,9 +69,9 @@ def _write(pieces, start: float, send) -> None:
         send(piece)
 
 
-def live_client(ws_url: str, pieces, frames: int, start: float) -> dict:
+def live_client(ws_url: str, pieces, frames: int, start: float, hold_ms: float = 0.0) -> dict:
     from websockets.sync.client import connect
-    with connect(ws_url + f"&max_frames={frames}") as ws:
+    with connect(ws_url + f"&max_frames={frames}" + (f"&hold_ms={hold_ms:g}" if hold_ms else "")) as ws:
         json.loads(ws.recv())   # ready
 
         def write() -> None:
@@ -178,7 +181,7 @@ def waiting_cost(engine: Engine, voice: str, frames: int, waiting: int, runs: in
 def bench_agent(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f16",
                 rates: tuple[float, ...] = (10, 30, 100, 0), counts: tuple[int, ...] = (1, 4), frames: int = 120,
                 threads: int | None = None, runs: int = 1, model_path: str | None = None,
-                progress: bool = True) -> dict:
+                progress: bool = True, holds: tuple[float, ...] = (0.0,)) -> dict:
     threads = threads or default_threads()
     path = model_path_for(model_path, size, decoder_type, progress, out_type)
     most = max(counts)
@@ -188,20 +191,22 @@ def bench_agent(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = 
     tokens = engine.count_text_tokens(ANSWER)
     bytes_per_s = 2 * engine.info.sample_rate
     app = create_app(engine, VoiceBook(engine.model), ServerSettings("kazeia", max_batch=most, max_queue=most))
-    cases = [(rate, n, mode) for rate in rates for n in counts for mode in MODES]
+    cases = [(rate, n, mode, hold) for rate in rates for n in counts for mode in MODES
+             for hold in (holds if mode == "live" else (0.0,))]
     measured: dict[tuple, list[dict]] = {case: [] for case in cases}
     with LocalServer(app) as server:
         ws_url = server.url.replace("http", "ws") + f"/v1/audio/speech/live?voice={voice}"
         for r in range(runs):
-            for rate, n, mode in cases:
+            for rate, n, mode, hold in cases:
                 if progress:
-                    print(f"  round {r + 1}/{runs}: {rate or 'burst'} tokens/s, {n} socket(s), {mode}", flush=True)
+                    print(f"  round {r + 1}/{runs}: {rate or 'burst'} tokens/s, {n} socket(s), {mode}"
+                          + (f", hold {hold:g} ms" if hold else ""), flush=True)
                 pieces = paced_pieces(engine, ANSWER, rate)
                 start = time.perf_counter() + 0.05   # (every client begins at once)
                 results: list[dict] = [{}] * n
 
                 def client(i: int) -> None:
-                    results[i] = (live_client(ws_url, pieces, frames, start) if mode == "live" else
+                    results[i] = (live_client(ws_url, pieces, frames, start, hold) if mode == "live" else
                                   sentences_client(server.url, pieces, voice, frames, tokens, engine, start))
                 workers = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(n)]
                 for w in workers:
@@ -209,19 +214,20 @@ def bench_agent(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = 
                 for w in workers:
                     w.join(600)
                 wall = max(x["end_s"] for x in results)
-                measured[(rate, n, mode)].append({
-                    "ttfa_s": [x["arrivals"][0][0] if x["arrivals"] else None for x in results],
+                first_word = pieces[0][0]   # (what the writer took for the first word is not the speech's)
+                measured[(rate, n, mode, hold)].append({
+                    "ttfa_s": [x["arrivals"][0][0] - first_word if x["arrivals"] else None for x in results],
                     "stalls": [stalls(x["arrivals"], bytes_per_s) for x in results],
                     "audio_s": sum(b for x in results for _, b in x["arrivals"]) / bytes_per_s, "wall_s": wall})
         if progress:
             print(f"  one stream alone and beside {most - 1 or 1} waiting", flush=True)
         cost = waiting_cost(engine, voice, frames, max(1, most - 1), runs)
     rows = []
-    for (rate, n, mode), rounds in measured.items():
+    for (rate, n, mode, hold), rounds in measured.items():
         ttfa = [t for x in rounds for t in x["ttfa_s"] if t is not None]
         stall_counts = [c for x in rounds for c, _ in x["stalls"]]
         stall_ms = [ms for x in rounds for _, ms in x["stalls"]]
-        rows.append({"rate_tokens_per_s": rate or None, "sockets": n, "mode": mode,
+        rows.append({"rate_tokens_per_s": rate or None, "sockets": n, "mode": mode, "hold_ms": hold,
                      "ttfa_p50_s": percentile(ttfa, 0.5) if ttfa else None,
                      "ttfa_p95_s": percentile(ttfa, 0.95) if ttfa else None,
                      "stalls_per_socket": median_low(stall_counts), "stall_ms_per_socket": median_low(stall_ms),
@@ -229,4 +235,5 @@ def bench_agent(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = 
     return {"stage": "agent", "model": str(path), "size": engine.info.size_label, "type": engine.info.file_type,
             "threads": threads, "cores": available_cores(), "runs": runs, "frames": frames,
             "answer_tokens": tokens, "cases": rows, "waiting": cost,
-            "rounds": [{"rate": k[0], "sockets": k[1], "mode": k[2], "measured": v} for k, v in measured.items()]}
+            "rounds": [{"rate": k[0], "sockets": k[1], "mode": k[2], "hold_ms": k[3], "measured": v}
+                       for k, v in measured.items()]}

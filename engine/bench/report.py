@@ -84,7 +84,8 @@ def summary(result: dict) -> str:
         return "\n".join(lines)
     if stage == "agent":
         lines[0] += f", {result['type']}; an answer of {result['answer_tokens']} tokens, {result['frames']} frames"
-        rows = [[f"{d['rate_tokens_per_s']:g}" if d["rate_tokens_per_s"] else "burst", d["sockets"], d["mode"],
+        rows = [[f"{d['rate_tokens_per_s']:g}" if d["rate_tokens_per_s"] else "burst", d["sockets"],
+                 d["mode"] + (f", hold {d['hold_ms']:g} ms" if d.get("hold_ms") else ""),
                  f"{d['ttfa_p50_s'] * 1000:.0f}", f"{d['ttfa_p95_s'] * 1000:.0f}",
                  f"{d['stalls_per_socket']} / {d['stall_ms_per_socket']:.0f}", f"{d['audio_s_per_wall_s']:.2f}"]
                 for d in result["cases"]]
@@ -93,7 +94,7 @@ def summary(result: dict) -> str:
         w = result["waiting"]
         lines.append(f"one stream {w['ms_per_frame_alone']:.1f} ms per frame alone, "
                      f"{w['ms_per_frame_beside_waiting']:.1f} beside {w['waiting_streams']} waiting live turns "
-                     f"({w['ratio']:.2f}x); {result['runs']} round(s), times from the first word written")
+                     f"({w['ratio']:.2f}x); {result['runs']} round(s), first audio from the first word sent")
         return "\n".join(lines)
     if stage == "serve":
         lines[0] += f", {result['type']}; {result['frames']} frames per request, streamed as pcm"

@@ -52,6 +52,9 @@ def add_parser(sub) -> None:
                         "waiting live turn costs the others")
     b.add_argument("--rates", type=lambda v: [float(x) for x in v.split(",") if x.strip()], default=[10, 30, 100, 0],
                    metavar="R,R,...", help="tokens a second the answer is written at, for --agent (0: all at once)")
+    b.add_argument("--holds", type=lambda v: [float(x) for x in v.split(",") if x.strip()], default=[0.0],
+                   metavar="MS,MS,...", help="for --agent: live turns that start once the text holds this much "
+                                             "reading (the live socket's hold_ms), each side by side")
     b.add_argument("--clients", type=batch_sizes, default=None, metavar="N,N,...",
                    help="client counts for --serve (default 1,2,4,8) and --agent (default 1,4)")
     b.add_argument("--size", choices=SIZES, default="0.6b", help="random model to make and measure")

@@ -30,14 +30,17 @@ if TYPE_CHECKING:
 
 @dataclass
 class LiveJob(SpeechJob):
-    """A SpeechJob whose text is written while it is spoken: `start`, `write` deltas, `close`."""
+    """A SpeechJob whose text is written while it is spoken: `start`, `write` deltas, `close`.
+    `hold_ms`: speech starts once the text holds that much reading (StreamedTake)."""
     cancelled: bool = False
+    hold_ms: float = 0.0
 
     def start(self) -> None:
         v = self.voice
         self._stream = self.engine.open_text_stream(
             speaker=v.speaker, language=self.language or "auto", voice=v.voice, sampling=self.sampling,
-            instruct=self.instruct if self.instruct is not None else v.instruct, lexicon=self.lexicon)
+            instruct=self.instruct if self.instruct is not None else v.instruct, lexicon=self.lexicon,
+            hold_ms=self.hold_ms)
 
     def write(self, delta: str) -> None:
         self._stream.write(delta)
@@ -80,8 +83,8 @@ class _Turn:
 
 class Turns:
     def __init__(self, service: LiveService, voice: "NamedVoice", language: str | None, instruct: str | None,
-                 sampling: "SamplingParams", sink: TurnSink, prefix: str = "live"):
-        self._service, self._sink, self._prefix = service, sink, prefix
+                 sampling: "SamplingParams", sink: TurnSink, prefix: str = "live", hold_ms: float = 0.0):
+        self._service, self._sink, self._prefix, self._hold_ms = service, sink, prefix, hold_ms
         self._voice, self._language, self._instruct, self._sampling = voice, language, instruct, sampling
         self._open: _Turn | None = None          # the turn whose text is still being written
         self._in_flight: list[_Turn] = []        # turns whose audio is not all sent (in order)
@@ -157,7 +160,7 @@ class Turns:
             await self._sink.error("server_busy", f"{service.admission.full().message}: this turn is not spoken")
             return turn
         job = LiveJob(service.engine, "", self._voice, self._language, self._instruct, self._sampling,
-                      lexicon=service.lexicon)
+                      lexicon=service.lexicon, hold_ms=self._hold_ms)
         try:
             await anyio.to_thread.run_sync(job.start)
         except ValueError as e:   # (a language or instruction the model refuses)

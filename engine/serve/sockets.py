@@ -37,6 +37,8 @@ class LiveQuery(SamplingFields):
     language: str | None = None
     instructions: str | None = Field(None, max_length=MAX_INPUT_CHARS)
     response_format: Literal["pcm", "wav", "mp3", "opus", "aac"] = "pcm"
+    # speech starts once the text holds this much reading: fewer stalls from a slow writer, later audio
+    hold_ms: float = Field(0.0, ge=0.0, le=10_000.0)
 
 
 class DeepgramQuery(SamplingFields):
@@ -175,7 +177,7 @@ def add_live_sockets(app: FastAPI, service: LiveService, voices: "VoiceBook", ch
         send = Sender(ws)
         sink = LiveSink(send, query.response_format, rate)
         turns = Turns(service, voice, query.language, query.instructions, query.sampling(engine, settings.max_frames),
-                      sink, prefix="live")
+                      sink, prefix="live", hold_ms=query.hold_ms)
         await send.json({"type": "ready", "voice": voice.name, "sample_rate": rate, "format": query.response_format,
                          "idle_timeout_s": settings.idle_timeout_s})
 

@@ -209,3 +209,35 @@ def test_a_long_answer_written_as_it_is_spoken_is_the_whole_texts_take(converted
     assert [t.plan.text for t in written.takes] == [t.plan.text for t in whole.takes]
     assert np.array_equal(np.concatenate([c.audio for c in chunks]), got.audio)
     assert np.array_equal(got.codes, whole_result.codes) and np.array_equal(got.audio, whole_result.audio)
+
+
+def test_a_held_start_waits_for_its_text_and_speaks_the_same_audio(converted):
+    """hold_ms: nothing is spoken until the text written holds that much reading (one token a frame),
+    or the text ends; what is spoken then is the same audio as with no hold."""
+    from kazeia.engine import Engine, open_model
+    engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=2)
+    text = TEXTS[0]
+    sampling = SamplingParams.from_model(engine.info, seed=4)
+    whole = engine.stream(text, speaker="vivian", sampling=sampling, streaming_text=True, one_prompt=True).wait(120)
+    hold_ms = 800.0
+    hold_tokens = hold_ms / 1000 * engine.info.frame_rate   # 10 tokens
+    held = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=4),
+                                   hold_ms=hold_ms)
+    steps, written = engine._batcher.steps, ""
+    for word in text.split(" "):
+        written += ("" if not written else " ") + word
+        held.write(word if written == word else " " + word)
+        if engine.count_text_tokens(written) < hold_tokens:
+            assert not held._streams and engine._batcher.steps == steps, written   # (held: nothing runs)
+    assert held._streams   # (the text held enough)
+    held.close()
+    got = held.wait(120)
+    assert np.array_equal(got.codes, whole.codes) and np.array_equal(got.audio, whole.audio)
+    short = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=4),
+                                    hold_ms=60_000)
+    short.write("Hi there.")
+    assert not short._streams
+    short.close()   # (the text ended: spoken though it holds less than the hold)
+    assert short.wait(120).codes.shape[0] > 0
+    with pytest.raises(ValueError, match="hold_ms"):
+        engine.open_text_stream(speaker="vivian", hold_ms=-1)

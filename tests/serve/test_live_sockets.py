@@ -168,6 +168,8 @@ def test_refusals_name_what_is_wrong(server, engine):
         assert status == 404 and error["code"] == "voice_not_found" and "vivian" in error["message"]
         status, error = await denied("/v1/audio/speech/live", auth, voice="vivian", colour="red")
         assert status == 400 and error["param"] == "colour"
+        status, error = await denied("/v1/audio/speech/live", auth, voice="vivian", hold_ms="-5")
+        assert status == 400 and error["param"] == "hold_ms"
         status, error = await denied("/v1/speak", {"Authorization": f"Token {KEY}"}, model="vivian",
                                      sample_rate="44100")
         assert status == 400 and error["param"] == "sample_rate"
