@@ -41,9 +41,9 @@ class PlacementComparison:
     """A then B of one request: `first()` is A's request, each finished take goes to `step()`, which
     answers B's request after A, and the pair with its difference after B."""
 
-    def __init__(self, request: TakeRequest, a: dict, b: dict):
+    def __init__(self, request: TakeRequest, a: dict, b: dict, b_model: str | None = None):
         self.group = uuid.uuid4().hex[:8]
-        self.request, self.placements = request, {"A": a, "B": b}
+        self.request, self.placements, self.b_model = request, {"A": a, "B": b}, b_model
         self.a_take = self.a_result = None
 
     def tag(self, side: str) -> dict:
@@ -60,7 +60,7 @@ class PlacementComparison:
         take.comparison = {"group": self.group, "side": tag["side"]}
         if tag["side"] == "A":
             self.a_take, self.a_result = take, result
-            return "B", replace(self.request, placement=self.placements["B"]), self.tag("B")
+            return "B", replace(self.request, placement=self.placements["B"], model_path=self.b_model), self.tag("B")
         difference = compare_results(self.a_result, result)
         take.comparison.update(other=self.a_take.id, difference=difference)
         self.a_take.comparison.update(other=take.id)

@@ -162,6 +162,7 @@ class _Worker(QObject):
     def __init__(self):
         super().__init__()
         self.engine: Engine | None = None
+        self._other: tuple[str, Engine] | None = None   # another model file a comparison's B runs on
 
     @Slot(object)
     def run(self, job: Job) -> None:
@@ -172,8 +173,24 @@ class _Worker(QObject):
             raise RuntimeError("no model is loaded")
         return self.engine
 
-    def apply(self, placement, threads) -> Ran:
+    def engine_for(self, model_path: str | None) -> Engine:
+        """The loaded engine, or one on another model file of the same variant (kept for the next
+        take that asks for it; one at a time)."""
         engine = self.require_engine()
+        if model_path is None or Path(model_path).resolve() == Path(engine.info.path).resolve():
+            return engine
+        if self._other is None or self._other[0] != model_path:
+            self._other = None   # (the previous one freed first)
+            other = Engine(ModelFile(model_path), threads=engine.threads, placement=dict(engine.placement))
+            if other.info.variant != engine.info.variant:
+                raise ValueError(f"{Path(model_path).name} is a {other.info.variant} model; the loaded one is "
+                                 f"{engine.info.variant}: compare models of one variant")
+            other.warm_up()
+            self._other = (model_path, other)
+        return self._other[1]
+
+    def apply(self, placement, threads, engine: Engine | None = None) -> Ran:
+        engine = engine or self.require_engine()
         if threads is not None:
             engine.set_threads(int(threads))
         if placement is not None and placement != engine.placement:
@@ -188,6 +205,7 @@ def _load(worker: _Worker, job: Job, path: str, threads, placement, out_type: st
         if p.is_dir():   # a downloaded Hugging Face checkpoint: converted once, cached
             p = converted_checkpoint(p, out_type, on_start=job.status.emit,
                                      on_progress=lambda done, total: job.progress.emit((done // 1000, total // 1000)))
+        worker._other = None   # (a comparison's other model belongs to the model loaded before)
         worker.engine = Engine(ModelFile(p), threads=threads, placement=placement)
     except Exception as e:
         raise RuntimeError(f"cannot open {path}: {_message(e)}") from e
@@ -236,8 +254,8 @@ def _apply(worker: _Worker, job: Job, placement, threads) -> Ran:
 
 
 def _take(worker: _Worker, job: Job, request: TakeRequest) -> TakeOutcome:
-    engine = worker.require_engine()
-    ran = worker.apply(request.placement, request.threads)
+    engine = worker.engine_for(request.model_path)
+    ran = worker.apply(request.placement, request.threads, engine)
     ran.tag = request.tag
     voice = load_voice(request.voice_profile, engine.model) if request.voice_profile else None
     reset_peak_rss()

@@ -172,7 +172,7 @@ class Presenter(QObject):
         self.playback.stop()
         play_live = v.sampling.play_live.isChecked() and v.backend.has_output
         frames = job.sampling.max_frames or 8191
-        why = self.live.begin(Take.for_request(job, str(info.path), info.sample_rate), play_live,
+        why = self.live.begin(Take.for_request(job, job.model_path or str(info.path), info.sample_rate), play_live,
                               frames * info.hparams["decoder"]["samples_per_frame"])
         if why:
             v.show_status(why, 5000)
@@ -366,10 +366,12 @@ class Presenter(QObject):
 
     # ---- placement comparison ----------------------------------------------------------------
     def compare_current(self) -> None:
-        self.compare_placements(self.view.compare.placement("A"), self.view.compare.placement("B"))
+        self.compare_placements(self.view.compare.placement("A"), self.view.compare.placement("B"),
+                                self.view.compare.b_model())
 
-    def compare_placements(self, a: dict, b: dict):
-        """The current request on placement A, then on B (same text, voice and seed)."""
+    def compare_placements(self, a: dict, b: dict, b_model: str | None = None):
+        """The current request on placement A, then on B (same text, voice and seed); `b_model`: B
+        on another model file of the same variant (another weight type or decoder)."""
         if self.session.info is None or self.controller.busy:
             return None
         try:
@@ -377,7 +379,7 @@ class Presenter(QObject):
         except ValueError as e:
             self.view.show_error(str(e))
             return None
-        first = self.session.start_comparison(request, a, b)
+        first = self.session.start_comparison(request, a, b, b_model)
         self.view.workspace.show_page(self.view.compare)
         self.view.compare.show_progress("rendering A ...")
         return self.generate(*first)
@@ -395,9 +397,9 @@ class Presenter(QObject):
         if self.playback.ab_pair is not None:
             self._play_ab(*self.playback.ab_pair)
 
-    def blind_test_comparison(self) -> None:
-        if self.playback.ab_pair is not None:
-            self.start_blind_test(self.playback.ab_pair)
+    def blind_test_comparison(self):
+        """The Blind test dialog on the pair just compared; returns it, or None."""
+        return self.start_blind_test(self.playback.ab_pair) if self.playback.ab_pair is not None else None
 
     # ---- scripts -----------------------------------------------------------------------------
     def render_script(self, request: dict):

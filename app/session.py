@@ -93,9 +93,10 @@ class Session:
         return seeds
 
     # ---- placement comparison ----------------------------------------------------------------
-    def start_comparison(self, request: TakeRequest, a: dict, b: dict) -> tuple[TakeRequest, dict]:
-        """A's request and tag; B's follows from comparison_step."""
-        self.comparison = PlacementComparison(request, a, b)
+    def start_comparison(self, request: TakeRequest, a: dict, b: dict,
+                         b_model: str | None = None) -> tuple[TakeRequest, dict]:
+        """A's request and tag; B's follows from comparison_step (on `b_model` when given)."""
+        self.comparison = PlacementComparison(request, a, b, b_model)
         return self.comparison.first()
 
     def comparison_step(self, take: Take, result, tag: dict) -> ComparisonStep | None:

@@ -24,6 +24,8 @@ class TakeRequest:
     lexicon: object | None = None           # text.lexicon.Lexicon: the pronunciation rules in force
     chunk_seeds: dict[int, int] = field(default_factory=dict)   # chunks of a long take made again
     tag: dict = field(default_factory=dict)   # (a placement comparison's side)
+    model_path: str | None = None           # another model file of the same variant (a comparison's B
+    #                                         in another weight type); None: the model loaded
 
     def engine_request(self, voice=None) -> Request:
         """The engine's Request, with the profile's voice loaded by the caller (on the engine's thread)."""
