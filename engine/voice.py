@@ -3,6 +3,7 @@ reference's log-mel spectrogram) and, with its transcript, codes (the native aud
 reusable voice profile file (.kzvoice)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import zipfile
@@ -143,6 +144,17 @@ def voice_from_audio(model: ModelFile, audio: np.ndarray, text: str | None = Non
     if text and text.strip():
         return Voice(x_vector, reference_codes(model, audio, threads), text.strip())
     return Voice(x_vector)
+
+
+def voice_digest(voice) -> str | None:
+    """A Voice's identity for hashing (its vectors, codes and text): what decides how it sounds."""
+    if voice is None:
+        return None
+    h = hashlib.sha256(np.ascontiguousarray(voice.x_vector, np.float32).tobytes())
+    if voice.ref_codes is not None:
+        h.update(np.ascontiguousarray(voice.ref_codes, np.int64).tobytes())
+    h.update((voice.ref_text or "").encode())
+    return h.hexdigest()[:16]
 
 
 def save_voice(voice: Voice, path: str | os.PathLike, model: ModelFile, about: dict | None = None) -> Path:

@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import atomic_path, atomic_write_text
+from .prompt import Voice
 from .user_dirs import data_dir
-from .voice import read_profile, write_profile
+from .voice import read_profile, voice_digest, write_profile
 
 INDEX = "index.json"
 INDEX_VERSION = 1
@@ -230,13 +231,11 @@ class VoiceLibrary:
 
     # ---- previews ------------------------------------------------------------------------------
     def _voice_digest(self, name: str) -> str:
-        """The voice itself (its vectors, codes, transcript): notes, tags and renames leave it alone."""
+        """The voice itself (engine/voice.py's voice_digest, and the model size it was made for): notes,
+        tags and renames leave it alone."""
         meta, arrays = read_profile(self.find(name))
-        h = hashlib.sha256(json.dumps([meta.get("model"), meta.get("ref_text")], sort_keys=True).encode())
-        for key in ("x_vector", "ref_codes"):
-            if key in arrays:
-                h.update(np.ascontiguousarray(arrays[key]).tobytes())
-        return h.hexdigest()[:24]
+        voice = Voice(arrays["x_vector"], arrays.get("ref_codes"), meta.get("ref_text"))
+        return f"{voice_digest(voice)}-{meta.get('model', {}).get('size', '')}"
 
     def _preview_path(self, name: str, model_info=None, language: str = "auto") -> Path:
         """Keyed by everything that decides the preview's audio: the voice, the model file and the

@@ -23,6 +23,7 @@ import soundfile
 
 from ..atomic import atomic_path
 from ..requests import Request
+from ..voice import voice_digest
 
 JOURNAL = "journal.jsonl"
 
@@ -33,17 +34,6 @@ class ChunkJob:
     request: Request
     hash: str
     tag: object = None            # the caller's (which chapter and chunk it is)
-
-
-def voice_digest(voice) -> str | None:
-    """A Voice's identity for hashing (its vectors, codes and text)."""
-    if voice is None:
-        return None
-    h = hashlib.sha256(np.ascontiguousarray(voice.x_vector, np.float32).tobytes())
-    if voice.ref_codes is not None:
-        h.update(np.ascontiguousarray(voice.ref_codes, np.int64).tobytes())
-    h.update((voice.ref_text or "").encode())
-    return h.hexdigest()[:16]
 
 
 def request_digest(request: Request, model: dict) -> str:
