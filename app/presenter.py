@@ -40,6 +40,7 @@ class Presenter(QObject):
         self.live = LiveTake(view.latency, view.take_view, audio)
         self._typed = None        # a take spoken as it is typed: its text (controller.TypedText)
         self._typed_box = ""      # the text box as last handed to it
+        self._preview_of = None   # (profile name, language) of the preview being made, to cache it
         self.controller = EngineController(self)
         self._connect()
 
@@ -515,18 +516,18 @@ class Presenter(QObject):
             self.view.show_error(str(e))
             return
         if cached is not None:
-            self._preview_name = None
+            self._preview_of = None
             self._on_preview(cached[0])
             return
         self.view.show_status(f"previewing {name} ...")
-        self._preview_name = (name, language)
+        self._preview_of = (name, language)
         job = self.controller.preview(library.path(name), language)
         job.finished.connect(self._on_preview)
         job.failed.connect(self.view.show_error)
         self.controller.submit(job)
 
     def _on_preview(self, audio) -> None:
-        made = getattr(self, "_preview_name", None)
+        made, self._preview_of = self._preview_of, None
         if made is not None:
             try:
                 self.session.voices.keep_preview(made[0], audio, self.session.info.sample_rate, self.session.info,

@@ -174,6 +174,15 @@ class BlindTest:
         writer.writerows(rows)
         return out.getvalue()
 
+    def export(self, path: str | Path) -> Path:
+        """The result as CSV (a row per trial) or JSON, by the file's suffix, atomically."""
+        from .atomic import atomic_write_text
+        path = Path(path)
+        if path.suffix not in (".csv", ".json"):
+            raise ValueError(f"{path}: give a .csv or .json file")
+        return atomic_write_text(path, self.to_csv() if path.suffix == ".csv"
+                                 else json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
+
     def save(self, folder: str | Path) -> Path:
         """Kept beside the takes (FOLDER/listening/ID.json), atomically."""
         from .atomic import atomic_write_text

@@ -114,9 +114,10 @@ def read_take(spec: str, takes_folder: str | os.PathLike | None = None) -> TakeR
 
 
 def keep_voice(reference: TakeReference, base_models: list, library, name: str, threads: int | None = None,
-               text: str | None = None) -> list[str]:
+               text: str | None = None, about: dict | None = None) -> list[str]:
     """One profile per Base model given (one per size: a profile speaks on Base models of its size),
-    named `name` (with the size added when there are several); returns the names kept."""
+    named `name` (with the size added when there are several); `about`: notes, tags... to keep with
+    it. Returns the names kept."""
     from .voice import voice_from_audio
     if not base_models:
         raise ValueError("keeping a voice needs a Base model (0.6B or 1.7B): kazeia pull base-0.6b, or give --model")
@@ -129,9 +130,9 @@ def keep_voice(reference: TakeReference, base_models: list, library, name: str, 
     names = []
     for size, model in sizes.items():
         voice = voice_from_audio(model, reference.audio, transcript or None, threads)
-        about = {"source": reference.source, "language": reference.language, "created": time.time(),
-                 "origin": reference.origin}
-        names.append(library.add(voice, model, name if len(sizes) == 1 else f"{name} {size}", about))
+        kept = {"source": reference.source, "language": reference.language, "created": time.time(),
+                "origin": reference.origin, **{k: v for k, v in (about or {}).items() if v}}
+        names.append(library.add(voice, model, name if len(sizes) == 1 else f"{name} {size}", kept))
     return names
 
 

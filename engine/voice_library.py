@@ -130,10 +130,8 @@ class VoiceLibrary:
         return [e for e in self.entries() if e.matches(query)]
 
     def find(self, name: str) -> Path:
-        """A profile by its name (any case), or a path to a profile file; ValueError names the voices."""
-        direct = Path(name).expanduser()
-        if name.endswith(SUFFIX) and direct.is_file():
-            return direct
+        """A profile of the library by its name (any case; a file elsewhere is voice_file's); ValueError
+        names the voices there are."""
         for candidate in self.names():
             if candidate.casefold() == name.strip().casefold():
                 return self.path(candidate)
@@ -270,15 +268,16 @@ class VoiceLibrary:
     def export(self, name: str, dest: str | os.PathLike, model_info=None, language: str = "auto") -> Path:
         """The profile with its notes and tags, and its cached preview (made on `model_info`, else the
         one it came with) when there is one, as one .kzvoice file."""
-        meta, arrays = read_profile(self.find(name))
-        meta["about"] = {**(meta.get("about") or {}), "name": self.find(name).stem}
+        path = self.find(name)
+        meta, arrays = read_profile(path)
+        meta["about"] = {**(meta.get("about") or {}), "name": path.stem}
         preview = self.cached_preview(name, model_info, language)
         if preview is not None:
             arrays["preview"] = np.asarray(preview[0], np.float32)
             meta["preview"] = {"sample_rate": int(preview[1]), "text": PREVIEW_TEXT}
         dest = Path(dest)
         if dest.is_dir():
-            dest = dest / f"{self.find(name).stem}{SUFFIX}"
+            dest = dest / f"{path.stem}{SUFFIX}"
         return write_profile(dest, meta, arrays)
 
     def import_file(self, path: str | os.PathLike, name: str | None = None) -> str:

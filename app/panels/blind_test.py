@@ -73,7 +73,7 @@ class BlindTestDialog(QDialog):
         form.addRow("trials", self.trials)
         layout.addLayout(form)
         self.start_button = _big("Start")
-        self.start_button.clicked.connect(self.start)
+        self.start_button.clicked.connect(lambda: self.start())
         layout.addWidget(self.start_button)
         layout.addWidget(QLabel("Earlier tests"))
         self.history = QListWidget()
@@ -157,7 +157,7 @@ class BlindTestDialog(QDialog):
         kind = self.kind.currentData()
         self.verdict.clear()   # (the last test's result, hidden from here on, named its takes)
         self.reveal.clear()
-        seed = random.SystemRandom().randrange(2 ** 32) if seed is None or seed is False else int(seed)
+        seed = random.SystemRandom().randrange(2 ** 32) if seed is None else int(seed)
         # which take is A: drawn from the seed too (a second stream, so the trial order stays trial_order's)
         order = (0, 1) if random.Random(f"sides-{seed}").random() < 0.5 else (1, 0)
         sides = [self.takes[i] for i in order]
@@ -261,12 +261,8 @@ class BlindTestDialog(QDialog):
                                                   "CSV (*.csv)" if fmt == "csv" else "JSON (*.json)")
             if not path:
                 return None
-        import json
-
-        from kazeia.engine.atomic import atomic_write_text
-        atomic_write_text(Path(path), self.test.to_csv() if fmt == "csv"
-                          else json.dumps(self.test.to_dict(), indent=1, ensure_ascii=False))
-        return Path(path)
+        path = Path(path)
+        return self.test.export(path if path.suffix == f".{fmt}" else path.with_suffix(f".{fmt}"))
 
     def _back_to_setup(self) -> None:
         self.setWindowTitle("Blind test")

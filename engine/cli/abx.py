@@ -2,7 +2,6 @@
 (engine/blind_test.py; the workbench's Blind test dialog is the same test with buttons)."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -130,9 +129,5 @@ def run(args) -> int:
     print(f"A was {args.a}, B was {args.b}")
     print(test.verdict)
     if args.output:
-        from ..atomic import atomic_write_text
-        out = Path(args.output)
-        atomic_write_text(out, test.to_csv() if out.suffix == ".csv" else
-                          json.dumps(test.to_dict(), indent=1, ensure_ascii=False))
-        print(f"wrote {out}")
+        print(f"wrote {test.export(args.output)}")
     return 0

@@ -84,9 +84,8 @@ def create(args) -> int:
             save_voice(voice, args.output, models[0], {**about, "source": reference.source, "origin": reference.origin})
             print(f"wrote {args.output}: the voice of {args.from_take} for {models[0].info.path.name}")
             return 0
-        names = keep_voice(reference, models, library, args.name or f"kept {args.from_take}", args.threads, args.text)
-        for name in names:
-            library.update(name, **{k: v for k, v in about.items() if v})
+        names = keep_voice(reference, models, library, args.name or f"kept {args.from_take}", args.threads, args.text,
+                           about)
         said = f"with its text ({len(reference.text)} characters)" if (args.text or reference.text) else \
             "without a transcript (x-vector only: give --text for in-context cloning)"
         print(f"kept the voice of {args.from_take} ({reference.source}, {len(reference.audio) / 24000:.1f} s, {said}) "
