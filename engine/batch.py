@@ -35,6 +35,7 @@ class TextFeed:
         self._lock = threading.Lock()
         self._ids: list[int] = []
         self._max_frames: int | None = None   # set by close: the whole text's frame limit
+        self.closed = False
         self._wake = wake                     # tells the batch worker there is something to read
 
     def add(self, ids: list[int]) -> None:
@@ -46,6 +47,7 @@ class TextFeed:
     def close(self, max_frames: int) -> None:
         with self._lock:
             self._max_frames = max_frames
+            self.closed = True
         self._wake()
 
     def hand_to(self, session) -> None:
@@ -122,11 +124,16 @@ class Batcher:
                     self._thread = None
                     return
             with self._host.lock:
-                for stream in joining:
-                    try:
-                        active.append((stream, stream.open_session()))
-                    except BaseException as e:   # a bad request fails alone
-                        stream.fail(e)
+                # arrivals during these prefills are prefilled too before the next step: streams
+                # starting together then share their first frames' step instead of each first step
+                # and first decode waiting on the one before (the last's first audio comes sooner)
+                while joining:
+                    for stream in joining:
+                        try:
+                            active.append((stream, stream.open_session()))
+                        except BaseException as e:   # a bad request fails alone
+                            stream.fail(e)
+                    joining = self._admit(active)
                 live = [(s, n) for s, n in active if not s.cancelled]
                 for s, n in active:
                     if s.cancelled:

@@ -115,6 +115,13 @@ class StreamedTake(LongStream):
     def text(self) -> str:
         return self._text
 
+    def unread_tokens(self) -> int:
+        """Text tokens of the chunk being written that the model has and has not read yet (one a
+        frame): a writer may gather its next deltas while there are enough (the audio is the same)."""
+        with self._changed:
+            stream = self._streams[-1] if self._streams else None
+        return 0 if stream is None else stream.unread()
+
     def cancel(self) -> None:
         super().cancel()
         self._notify()

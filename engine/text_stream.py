@@ -84,6 +84,14 @@ class TextStream:
     def text(self) -> str:
         return self._text.text
 
+    def unread(self) -> int:
+        """Text ids given to the model that it has not read yet (it reads one a frame), while the text
+        is still open; 0 once it is closed or before the model starts."""
+        audio = self._audio
+        if audio is None or self._feed.closed:
+            return 0
+        return max(0, len(self._text.given) - 1 - audio.frames_seen)   # (the first is the prompt's)
+
     def _send(self, ids: list[int]) -> None:
         if not self._start:
             self._start = time.perf_counter()   # (time to first audio counts from the first text, by any call)

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from .voices import NamedVoice
 
 
+_GATHER_WHILE_UNREAD = 4   # text tokens (320 ms of reading) the model has left that let a turn's next deltas gather
+_GATHER_POLL_S = 0.04      # (half a frame: the model never runs out while a write waits)
+
+
 @dataclass
 class LiveJob(SpeechJob):
     """A SpeechJob whose text is written while it is spoken: `start`, `write` deltas, `close`.
@@ -48,6 +52,9 @@ class LiveJob(SpeechJob):
 
     def close(self) -> None:
         self._stream.close()
+
+    def unread_tokens(self) -> int:
+        return self._stream.unread_tokens()
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -79,6 +86,9 @@ class _Turn:
     job: LiveJob | None   # None: refused (the client was told); its text is dropped until the flush
     rid: str = ""
     pump: asyncio.Task | None = None
+    pending: str = ""                   # text received, not yet given to the job: the next write's
+    writer: asyncio.Task | None = None  # giving `pending` to the job
+    text_ends: bool = False             # flushed or stopped: what is pending is written at once
 
 
 class Turns:
@@ -104,10 +114,39 @@ class Turns:
         turn = self._open
         if turn.job is None:
             return
-        try:
-            await anyio.to_thread.run_sync(turn.job.write, text)
-        except ValueError as e:   # (over the one-utterance limit)
-            await self._refuse(turn, "invalid_text", str(e))
+        # one write at a time per turn: what arrives meanwhile goes in the next (a burst of deltas
+        # is planned once or twice, not once per delta; any split gives the same audio)
+        turn.pending += text
+        if turn.writer is None or turn.writer.done():
+            turn.writer = asyncio.create_task(self._write_pending(turn))
+
+    async def _write_pending(self, turn: _Turn) -> None:
+        job = turn.job
+        while turn.pending and turn.job is not None:
+            text, turn.pending = turn.pending, ""
+            try:
+                await anyio.to_thread.run_sync(job.write, text)
+            except ValueError as e:   # (over the one-utterance limit)
+                turn.pending = ""
+                await self._refuse(turn, "invalid_text", str(e))
+            # the model reads a token a frame: while it has enough it has not read, later deltas gather
+            # (planning each word as it comes would take the cores from the speech for nothing)
+            while turn.job is not None and not turn.text_ends and job.unread_tokens() >= _GATHER_WHILE_UNREAD:
+                await asyncio.sleep(_GATHER_POLL_S)
+
+    async def _stop_writing(self) -> None:
+        """Text not yet written is dropped, and the write in flight ends (a job is cancelled only
+        once no write can add to it)."""
+        for turn in self._in_flight:
+            turn.pending, turn.text_ends = "", True
+        for turn in self._in_flight:
+            await self._written(turn)
+
+    @staticmethod
+    async def _written(turn: _Turn) -> None:
+        """Until the text received for `turn` is with its job."""
+        if turn.writer is not None:
+            await turn.writer
 
     async def flush(self) -> int | None:
         """The open turn's text ends (its audio goes on); its number, or None if none was open."""
@@ -115,6 +154,8 @@ class Turns:
         turn, self._open = self._open, None
         if turn is None:
             return None
+        turn.text_ends = True
+        await self._written(turn)
         if turn.job is not None:
             try:
                 await anyio.to_thread.run_sync(turn.job.close)
@@ -127,6 +168,7 @@ class Turns:
         self.last_activity = time.monotonic()
         self._open = None
         stopped = 0
+        await self._stop_writing()
         for turn in self._in_flight:
             if turn.job is not None and turn.pump is not None and not turn.pump.done():
                 turn.job.cancel()
@@ -144,6 +186,7 @@ class Turns:
     async def abandon(self) -> None:
         """The client went away: every turn is cancelled and its slot freed."""
         self._open = None
+        await self._stop_writing()
         for turn in self._in_flight:
             if turn.job is not None:
                 turn.job.cancel()

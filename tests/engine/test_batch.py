@@ -11,6 +11,7 @@ import pytest
 
 from kazeia import _native
 from kazeia.engine import Engine, Request, SamplingParams, open_model
+from kazeia.engine.batch import Batcher
 
 from support.goldens import CASES, MANIFEST, case_request
 
@@ -244,3 +245,73 @@ def test_a_script_that_cancels_a_take_and_exits_ends_cleanly():
               "    take.cancel()\n")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+class _Session:
+    """A native session's face to the batch worker: two frames, then done."""
+    waiting = False
+
+    def __init__(self, name):
+        self.name, self.n_frames = name, 0
+
+    @property
+    def done(self):
+        return self.n_frames >= 2
+
+    def frame(self, index):
+        return np.zeros(16, np.int32), 1.0, 1.0
+
+    def result(self):
+        return {"prefill_ms": 0.0, "codes": np.zeros((self.n_frames, 16), np.int32), "stop_reason": "limit"}
+
+
+class _Stream:
+    """An audio stream's runner side; `arrivals`: streams submitted while this one is prefilled."""
+    feed, cancelled = None, False
+
+    def __init__(self, name, batcher, arrivals=()):
+        self.name, self._batcher, self._arrivals, self.frames_seen = name, batcher, arrivals, 0
+        self.ended = threading.Event()
+
+    def open_session(self):
+        for other in self._arrivals:
+            self._batcher.submit(other)
+        return _Session(self.name)
+
+    def on_frame(self, index, codes, talker_ms, cp_ms, prefill_ms):
+        self.frames_seen = index + 1
+        return True
+
+    def waiting_for_text(self):
+        pass
+
+    def finish(self, out, cancelled=False):
+        self.ended.set()
+
+    def fail(self, error):
+        self.ended.set()
+
+
+def test_streams_arriving_during_a_prefill_share_the_first_step():
+    """Streams that start together (sockets of one burst) each need a prefill; those that arrive
+    while one is prefilled are prefilled before the next step, so their first frames come from one
+    step rather than each waiting for the first frame (and first decode) of the one before. At most
+    max_batch join; the rest wait their turn."""
+    class Host:
+        lock = threading.Lock()
+        steps: list = []
+
+        def step(self, sessions):
+            self.steps.append([s.name for s in sessions])
+            for s in sessions:
+                s.n_frames += 1
+    host = Host()
+    batcher = Batcher(host, max_batch=3)
+    late = [_Stream(name, batcher) for name in "bcd"]
+    first = _Stream("a", batcher, arrivals=late[:1])
+    late[0]._arrivals = late[1:]   # (c and d arrive while b is prefilled)
+    batcher.submit(first)
+    for s in [first, *late]:
+        assert s.ended.wait(10)
+    assert host.steps[0] == ["a", "b", "c"]   # d: over max_batch, it waits for a slot
+    assert ["d"] in host.steps and batcher.largest_batch == 3

@@ -110,6 +110,31 @@ def test_own_socket_turns_equal_the_whole_text_for_any_split(server, engine):
         assert audio == whole(engine, text)
 
 
+def test_words_that_come_faster_than_the_model_reads_are_gathered(server, engine, monkeypatch):
+    """While the model has text enough it has not read, a turn's next deltas gather into one write
+    (planning each word as it comes would take the cores from the speech): fewer writes than words,
+    the same audio as the whole text."""
+    from kazeia.engine.serve.live import LiveJob
+    text = "Words sent all at once are read one token a frame, so most of them wait and go in together."
+    writes = []
+    write = LiveJob.write
+    monkeypatch.setattr(LiveJob, "write", lambda job, delta: (writes.append(delta), write(job, delta)))
+
+    async def talk():
+        async with websockets.connect(ws_url(server, "/v1/audio/speech/live", voice="vivian"),
+                                      additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+            await ws.recv()
+            for word in text.split(" "):
+                await ws.send(json.dumps({"type": "text", "text": word + " "}))
+            await ws.send(json.dumps({"type": "flush"}))
+            return await turn_audio(ws)
+
+    audio, messages = asyncio.run(talk())
+    assert messages[-1]["outcome"] == "ok"
+    assert "".join(writes) == text + " " and len(writes) <= len(text.split(" ")) // 2, writes
+    assert audio == whole(engine, text)
+
+
 def test_cancel_stops_within_a_frame_and_the_socket_goes_on(engine):
     running, app = serve(engine, max_frames=400)   # (long enough to be cut short)
 
