@@ -103,10 +103,14 @@ class Batcher:
             self._cond.notify()
 
     def _admit(self, active: list) -> list:
+        """Waiting streams for the free slots, in arrival order, a take's first chunk before the later
+        chunks of any take (AudioStream.follows: their audio is not needed yet)."""
         with self._cond:
-            joining = []
-            while self._waiting and len(active) + len(joining) < self.max_batch:
-                joining.append(self._waiting.popleft())
+            free = self.max_batch - len(active)
+            joining = [s for s in self._waiting if not getattr(s, "follows", False)][:free]
+            joining += [s for s in self._waiting if getattr(s, "follows", False)][:free - len(joining)]
+            for s in joining:
+                self._waiting.remove(s)
             return joining
 
     def _run(self) -> None:

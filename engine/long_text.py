@@ -349,7 +349,7 @@ class LongStream:
     def _first_audio(self) -> None:
         """The first chunk has been heard: the others join its batch."""
         if len(self._streams) == 1 and not self._cancelled:
-            self._streams += [self._engine.submit(r, self._batcher) for r in self._requests[1:]]
+            self._streams += [self._engine.submit(r, self._batcher, follows=True) for r in self._requests[1:]]
 
     def _planned(self, piece: PlannedChunk) -> PlannedChunk:
         return piece

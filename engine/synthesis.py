@@ -375,10 +375,12 @@ class Engine:
         """A batch worker of its own for this engine (streams given it run together, up to max_batch)."""
         return Batcher(self, max_batch)
 
-    def submit(self, request: Request, batcher: Batcher, decode_every: int = DECODE_EVERY) -> AudioStream:
-        """`request` as a stream run by `batcher` (Engine.batcher)."""
+    def submit(self, request: Request, batcher: Batcher, decode_every: int = DECODE_EVERY,
+               follows: bool = False) -> AudioStream:
+        """`request` as a stream run by `batcher` (Engine.batcher); `follows`: a later chunk of a take
+        (a take's first chunk is admitted before it)."""
         return AudioStream(self, *self._prepare_request(request), icl_codes(request.voice), decode_every,
-                           batcher=batcher)
+                           batcher=batcher, follows=follows)
 
     def synthesize_many(self, requests, max_batch: int | None = None) -> list[Result]:
         """Several utterances at once, `max_batch` (default: the engine's, at least 2) in one batch:

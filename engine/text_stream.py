@@ -29,8 +29,10 @@ class TextStreamHost(StreamHost, Protocol):
 
 class TextStream:
     def __init__(self, engine: TextStreamHost, *, speaker: str | None, language: str | None, instruct: str | None,
-                 voice: "Voice | None", sampling: SamplingParams | None, decode_every: int, max_tokens: int):
+                 voice: "Voice | None", sampling: SamplingParams | None, decode_every: int, max_tokens: int,
+                 follows: bool = False):
         self._engine = engine
+        self._follows = follows   # a later chunk of a take (AudioStream.follows)
         self._voice = dict(speaker=speaker, language=language, instruct=instruct, voice=voice)
         self._sampling = sampling or SamplingParams.from_model(engine.info)
         self._sampling.validate()
@@ -104,7 +106,8 @@ class TextStream:
             self._audio_plan = plan
             timings = Timings(frame_seconds=1 / self._engine.info.frame_rate)
             self._audio = AudioStream(self._engine, plan, self._sampling, timings, self._start, None,
-                                      self._decode_every, batcher=self._engine._batcher, feed=self._feed)
+                                      self._decode_every, batcher=self._engine._batcher, feed=self._feed,
+                                      follows=self._follows)
             self._started.set()
             ids = ids[1:]
         self._feed.add(ids)

@@ -9,6 +9,9 @@ from pathlib import Path
 
 def main_bench(args) -> int:
     frames_cap, args.frames = args.frames, args.frames or 50   # (--long: only a cap the user asked for)
+    if args.type is None:   # (live speech is measured on what users run: the size's gate-passing mix)
+        from ..models.catalog import FALLBACK_TYPE, default_type
+        args.type = default_type(args.size.upper()) if args.agent else FALLBACK_TYPE
     if args.cpu is not None:
         from .cpu_levels import bench_levels
         result = bench_levels(tuple(args.cpu), size=args.size, out_type=args.type, decoder_type=args.decoder_type or "f16",

@@ -11,8 +11,9 @@ def add_parser(sub) -> None:
     b = sub.add_parser("bench", help="benchmark on full-size random weights (JSON)")
     b.add_argument("--stage", choices=["all", "decoder"], default="all",
                    help="all: the whole pipeline per stage (default); decoder: the speech decoder alone")
-    b.add_argument("--type", type=type_mix_arg, default="q8_0", metavar="TYPE",
-                   help="talker / code-predictor weights: a type or a per-stage mix (default q8_0)")
+    b.add_argument("--type", type=type_mix_arg, default=None, metavar="TYPE",
+                   help="talker / code-predictor weights: a type or a per-stage mix (default q8_0; for --agent "
+                        "the size's gate-passing mix, as kazeia pull converts)")
     b.add_argument("--divergence", nargs="*", type=type_mix_arg, default=None, metavar="TYPE",
                    help="also measure these types or mixes against f32 (logit KL, top-5, vox's gate per stage, "
                         "code agreement)")

@@ -269,8 +269,9 @@ class _Stream:
     """An audio stream's runner side; `arrivals`: streams submitted while this one is prefilled."""
     feed, cancelled = None, False
 
-    def __init__(self, name, batcher, arrivals=()):
+    def __init__(self, name, batcher, arrivals=(), follows=False):
         self.name, self._batcher, self._arrivals, self.frames_seen = name, batcher, arrivals, 0
+        self.follows = follows
         self.ended = threading.Event()
 
     def open_session(self):
@@ -292,20 +293,24 @@ class _Stream:
         self.ended.set()
 
 
+class _Host:
+    lock = threading.Lock()
+
+    def __init__(self):
+        self.steps = []
+
+    def step(self, sessions):
+        self.steps.append([s.name for s in sessions])
+        for s in sessions:
+            s.n_frames += 1
+
+
 def test_streams_arriving_during_a_prefill_share_the_first_step():
     """Streams that start together (sockets of one burst) each need a prefill; those that arrive
     while one is prefilled are prefilled before the next step, so their first frames come from one
     step rather than each waiting for the first frame (and first decode) of the one before. At most
     max_batch join; the rest wait their turn."""
-    class Host:
-        lock = threading.Lock()
-        steps: list = []
-
-        def step(self, sessions):
-            self.steps.append([s.name for s in sessions])
-            for s in sessions:
-                s.n_frames += 1
-    host = Host()
+    host = _Host()
     batcher = Batcher(host, max_batch=3)
     late = [_Stream(name, batcher) for name in "bcd"]
     first = _Stream("a", batcher, arrivals=late[:1])
@@ -315,3 +320,22 @@ def test_streams_arriving_during_a_prefill_share_the_first_step():
         assert s.ended.wait(10)
     assert host.steps[0] == ["a", "b", "c"]   # d: over max_batch, it waits for a slot
     assert ["d"] in host.steps and batcher.largest_batch == 3
+
+
+def test_a_takes_first_chunk_is_admitted_before_later_chunks_of_others():
+    """Four takes of two chunks each, submitted at once (a burst of whole answers): with three slots,
+    every take's first chunk (a listener waiting for first audio) goes before any second chunk (its
+    audio is needed only once the first has played), in arrival order within each kind."""
+    host = _Host()
+    batcher = Batcher(host, max_batch=3)
+    waiting = []
+    for take in "abcd":
+        waiting += [_Stream(take + "1", batcher), _Stream(take + "2", batcher, follows=True)]
+    first = _Stream("x1", batcher, arrivals=waiting)
+    batcher.submit(first)
+    for s in [first, *waiting]:
+        assert s.ended.wait(10)
+    assert host.steps[0] == ["x1", "a1", "b1"]
+    joined = [name for step in host.steps for name in step]
+    order = sorted(set(joined), key=joined.index)
+    assert order.index("d1") < min(order.index(t + "2") for t in "abcd"), order
