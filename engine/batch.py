@@ -102,13 +102,15 @@ class Batcher:
                 self._thread.start()
             self._cond.notify()
 
-    def _admit(self, active: list) -> list:
-        """Waiting streams for the free slots, in arrival order, a take's first chunk before the later
-        chunks of any take (AudioStream.follows: their audio is not needed yet)."""
+    def _admit(self, active: list, later_chunks: bool = True) -> list:
+        """Waiting streams for the free slots, in arrival order: takes' first chunks, or if none waits
+        (and `later_chunks`) later chunks (AudioStream.follows). A later chunk's audio is not needed
+        yet, so its prefill waits for a step: a listener's first audio does not wait for it."""
         with self._cond:
             free = self.max_batch - len(active)
             joining = [s for s in self._waiting if not getattr(s, "follows", False)][:free]
-            joining += [s for s in self._waiting if getattr(s, "follows", False)][:free - len(joining)]
+            if not joining and later_chunks:
+                joining = [s for s in self._waiting if getattr(s, "follows", False)][:free]
             for s in joining:
                 self._waiting.remove(s)
             return joining
@@ -128,16 +130,16 @@ class Batcher:
                     self._thread = None
                     return
             with self._host.lock:
-                # arrivals during these prefills are prefilled too before the next step: streams
-                # starting together then share their first frames' step instead of each first step
-                # and first decode waiting on the one before (the last's first audio comes sooner)
+                # takes' first chunks that arrive during these prefills are prefilled too before the
+                # next step: streams starting together then share their first frames' step instead of
+                # each first step and first decode waiting on the one before
                 while joining:
                     for stream in joining:
                         try:
                             active.append((stream, stream.open_session()))
                         except BaseException as e:   # a bad request fails alone
                             stream.fail(e)
-                    joining = self._admit(active)
+                    joining = self._admit(active, later_chunks=False)
                 live = [(s, n) for s, n in active if not s.cancelled]
                 for s, n in active:
                     if s.cancelled:

@@ -67,6 +67,11 @@ fi
 ref_venv="${KAZEIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kazeia}/venv-ref"
 bash tests/reference/setup_venv.sh "$ref_venv"
 export KAZEIA_REQUIRE_REFERENCE=1 KAZEIA_REF_PYTHON="$ref_venv/bin/python"
+# Pipecat (an agent framework whose Deepgram plugin drives the live socket) pins what the project's
+# venv cannot share: its own venv, made once in the cache (~30 s)
+pipecat_venv="$(dirname "$ref_venv")/venv-pipecat"
+bash tests/serve/setup_pipecat_venv.sh "$pipecat_venv"
+export KAZEIA_PIPECAT_PYTHON="$pipecat_venv/bin/python"
 
 # (what they install from Debian comes first, in the foreground: apt runs one at a time)
 [[ -n "$vulkan" ]] && bash scripts/vulkan_deps.sh lavapipe > /dev/null

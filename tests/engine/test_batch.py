@@ -339,3 +339,15 @@ def test_a_takes_first_chunk_is_admitted_before_later_chunks_of_others():
     joined = [name for step in host.steps for name in step]
     order = sorted(set(joined), key=joined.index)
     assert order.index("d1") < min(order.index(t + "2") for t in "abcd"), order
+
+
+def test_a_later_chunk_is_prefilled_after_its_takes_first_frame():
+    """A whole answer at once (a burst): its second chunk, arriving while the first is prefilled,
+    waits for one step, so the first audio does not wait for its prefill; it joins at the next."""
+    host = _Host()
+    batcher = Batcher(host, max_batch=4)
+    second = _Stream("x2", batcher, follows=True)
+    first = _Stream("x1", batcher, arrivals=[second])
+    batcher.submit(first)
+    assert first.ended.wait(10) and second.ended.wait(10)
+    assert host.steps[:2] == [["x1"], ["x1", "x2"]]

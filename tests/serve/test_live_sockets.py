@@ -306,6 +306,42 @@ def test_livekit_deepgram_plugin_unchanged_speaks_each_reply_as_one_utterance(se
         assert len(audio) == FRAMES * 1920 * 2 and audio == whole(engine, reply + " ")
 
 
+def test_pipecat_deepgram_service_unchanged_speaks_each_reply_as_one_utterance(server, engine, tmp_path,
+                                                                               monkeypatch):
+    """Pipecat's DeepgramTTSService (its own venv: tests/serve/setup_pipecat_venv.sh) with its
+    base_url pointed at Kazeia, fed a language model's deltas: Pipecat gathers them into sentences,
+    sends each as a Speak and flushes at the end of the reply; each reply is one turn, and its audio
+    the take of the whole text the socket was given."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from kazeia.engine.serve.live import LiveJob
+    python = os.environ.get("KAZEIA_PIPECAT_PYTHON")
+    if not python:
+        if os.environ.get("KAZEIA_REQUIRE_REFERENCE"):
+            pytest.fail("KAZEIA_PIPECAT_PYTHON is not set (scripts/test.sh makes Pipecat's venv)")
+        pytest.skip("Pipecat's venv: bash tests/serve/setup_pipecat_venv.sh DIR, then KAZEIA_PIPECAT_PYTHON=DIR/bin/python")
+    replies = [["Sure", ", here", " is the", " short version", ". The train", " leaves at", " nine."],
+               ["A second", " reply,", " on the", " same socket."]]
+    given = {}   # the text each turn's job was given, by job
+    write = LiveJob.write
+
+    def record(job, delta):
+        given[id(job)] = given.get(id(job), "") + delta
+        return write(job, delta)
+    monkeypatch.setattr(LiveJob, "write", record)
+    client = Path(__file__).with_name("pipecat_client.py")
+    run = subprocess.run([python, str(client), server.url.replace("http", "ws"), KEY, str(tmp_path), json.dumps(replies)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    texts = list(given.values())
+    assert [t.split() for t in texts] == ["".join(reply).split() for reply in replies]   # (a turn per reply)
+    for i, text in enumerate(texts):   # (the turn's text as Pipecat sent it: sentences with a space after each)
+        audio = (tmp_path / f"reply{i}.pcm").read_bytes()
+        assert len(audio) == FRAMES * 1920 * 2 and audio == whole(engine, text.lstrip())
+
+
 def test_bench_agent_reports_both_ways_side_by_side(tmp_path):
     from support.commands import kazeia
     out = tmp_path / "agent.json"
