@@ -49,12 +49,15 @@ class AudioStream:
 
     def __init__(self, host: StreamHost, plan: "PromptPlan", sampling: SamplingParams, timings: Timings, start: float,
                  prime_codes: np.ndarray | None = None, decode_every: int = 1, batcher: StreamRunner | None = None,
-                 feed=None, follows: bool = False):
+                 feed=None, follows: bool = False, after: "AudioStream | None" = None):
         self._host = host
         self.feed = feed   # batch.TextFeed: the text is still being written (only through a batcher)
         # a later chunk of a take: its audio is needed only once the chunk before it has played, so a
         # batcher with no free slot lets a take's first chunk (a listener waiting for first audio) go first
         self.follows = follows
+        # the chunk before this one in a live take: this one is made once that one is (two chunks of
+        # one listener's take side by side each go slower, and on a small machine slower than real time)
+        self.after = after
         self._plan, self._sampling = plan, sampling
         self._queue: queue.Queue = queue.Queue()
         self._cancel = threading.Event()

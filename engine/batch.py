@@ -110,7 +110,7 @@ class Batcher:
             free = self.max_batch - len(active)
             joining = [s for s in self._waiting if not getattr(s, "follows", False)][:free]
             if not joining and later_chunks:
-                joining = [s for s in self._waiting if getattr(s, "follows", False)][:free]
+                joining = [s for s in self._waiting if getattr(s, "follows", False) and _may_start(s)][:free]
             for s in joining:
                 self._waiting.remove(s)
             return joining
@@ -159,7 +159,7 @@ class Batcher:
                 self.largest_batch = max(self.largest_batch, len(ready))
                 if not ready:   # every session waits for text: sleep until some comes (or a cancel)
                     with self._cond:
-                        if not self._waiting:
+                        if not any(_may_start(s) for s in self._waiting):
                             self._cond.wait(0.05)
                     continue
                 try:
@@ -183,6 +183,12 @@ class Batcher:
                     else:
                         still.append((stream, session))
                 active = still
+
+
+def _may_start(stream) -> bool:
+    """A waiting stream may join unless it is to be made after another that has not ended."""
+    after = getattr(stream, "after", None)
+    return after is None or after.ended
 
 
 _batchers: "weakref.WeakSet[Batcher]" = weakref.WeakSet()

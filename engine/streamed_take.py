@@ -194,7 +194,8 @@ class StreamedTake(LongStream):
                 self._streams.append(TextStream(
                     self._engine, speaker=piece.cast.speaker, language=piece.language, instruct=piece.cast.instruct,
                     voice=piece.cast.voice, sampling=replace(self._sampling, seed=piece.seed),
-                    decode_every=self._decode_every, max_tokens=self._max_tokens, follows=piece.index > 0))
+                    decode_every=self._decode_every, max_tokens=self._max_tokens,
+                    after=self._streams[-1] if self._streams else None))
                 self._known.append("")
             self._changed.notify_all()
 

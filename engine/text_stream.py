@@ -30,9 +30,9 @@ class TextStreamHost(StreamHost, Protocol):
 class TextStream:
     def __init__(self, engine: TextStreamHost, *, speaker: str | None, language: str | None, instruct: str | None,
                  voice: "Voice | None", sampling: SamplingParams | None, decode_every: int, max_tokens: int,
-                 follows: bool = False):
+                 after: "TextStream | None" = None):
         self._engine = engine
-        self._follows = follows   # a later chunk of a take (AudioStream.follows)
+        self._after = after   # the chunk before this one in a take: this one is made after it (AudioStream.after)
         self._voice = dict(speaker=speaker, language=language, instruct=instruct, voice=voice)
         self._sampling = sampling or SamplingParams.from_model(engine.info)
         self._sampling.validate()
@@ -107,7 +107,8 @@ class TextStream:
             timings = Timings(frame_seconds=1 / self._engine.info.frame_rate)
             self._audio = AudioStream(self._engine, plan, self._sampling, timings, self._start, None,
                                       self._decode_every, batcher=self._engine._batcher, feed=self._feed,
-                                      follows=self._follows)
+                                      follows=self._after is not None,
+                                      after=self._after._audio if self._after is not None else None)
             self._started.set()
             ids = ids[1:]
         self._feed.add(ids)
