@@ -108,9 +108,9 @@ class Batcher:
         yet, so its prefill waits for a step: a listener's first audio does not wait for it."""
         with self._cond:
             free = self.max_batch - len(active)
-            joining = [s for s in self._waiting if not getattr(s, "follows", False)][:free]
+            joining = [s for s in self._waiting if not s.follows][:free]
             if not joining and later_chunks:
-                joining = [s for s in self._waiting if getattr(s, "follows", False) and _may_start(s)][:free]
+                joining = [s for s in self._waiting if s.follows and _may_start(s)][:free]
             for s in joining:
                 self._waiting.remove(s)
             return joining
@@ -187,8 +187,7 @@ class Batcher:
 
 def _may_start(stream) -> bool:
     """A waiting stream may join unless it is to be made after another that has not ended."""
-    after = getattr(stream, "after", None)
-    return after is None or after.ended
+    return stream.after is None or stream.after.ended
 
 
 _batchers: "weakref.WeakSet[Batcher]" = weakref.WeakSet()
