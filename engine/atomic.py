@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from .untrusted import MAX_NAME_BYTES, name_bytes
+
 
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
@@ -16,7 +18,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     thread: two writers of one file never share it) to write; it becomes `path` when the block ends
     without an error and is removed otherwise."""
     path = Path(path)
-    partial = path.with_name(f".{path.stem}.{os.getpid()}-{threading.get_ident()}.partial{path.suffix}")
+    tail = f".{os.getpid()}-{threading.get_ident()}.partial{path.suffix}"
+    # (the stem cut so the temporary name fits where the target's name fits: names are capped in bytes)
+    stem = name_bytes(path.stem, MAX_NAME_BYTES - 1 - len(tail.encode()))
+    partial = path.with_name(f".{stem}{tail}")
     try:
         yield partial
         os.replace(partial, path)
