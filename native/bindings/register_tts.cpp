@@ -1,3 +1,4 @@
+#include <cmath>
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -100,8 +101,11 @@ void register_tts(py::module_ & m) {
 
     py::class_<sampling_config>(m, "SamplingConfig")
         .def(py::init([](bool do_sample, float temperature, int top_k, float top_p) {
-                 if (temperature <= 0 || top_k < 0 || !(top_p > 0 && top_p <= 1)) {
-                     throw std::invalid_argument("temperature > 0, top_k >= 0 and top_p in (0, 1] are required");
+                 // written so NaN fails every test: no caller reaches the sampler with a value it cannot use
+                 if (!(std::isfinite(temperature) && temperature > 0 && temperature <= 1000) || top_k < 0 ||
+                     !(top_p > 0 && top_p <= 1)) {
+                     throw std::invalid_argument("a finite temperature in (0, 1000], top_k >= 0 and top_p in (0, 1] "
+                                                 "are required");
                  }
                  return sampling_config{do_sample, temperature, top_k, top_p};
              }),
@@ -117,6 +121,10 @@ void register_tts(py::module_ & m) {
                          const std::optional<i32_array> & frame_codes, const std::optional<f32_array> & vectors,
                          float repetition_penalty, int min_new_tokens, uint64_t seed, bool cp_single_launch,
                          bool talker_persistent, bool text_open) {
+                 if (!(std::isfinite(repetition_penalty) && repetition_penalty > 0 && repetition_penalty <= 1000)) {
+                     throw std::invalid_argument("repetition_penalty must be finite, in (0, 1000]");
+                 }
+                 if (max_frames < 1) throw std::invalid_argument("max_frames must be at least 1");
                  generation_request req;
                  req.prompt = rows_of(text_ids, codec_ids, frame_codes, vectors);
                  req.trailing_text_ids = to_vector<int32_t>(trailing_text_ids);

@@ -102,7 +102,8 @@ int sample_token(std::vector<float> & logits, const sampling_config & cfg, const
             best_v = v;
         }
     }
-    return best;
+    // no token kept (NaN logits fail every comparison): the first largest rather than an id of -1
+    return best >= 0 ? best : argmax(logits);
 }
 
 std::vector<int32_t> sample_tokens(const std::vector<float> & logits, const sampling_config & cfg, uint64_t seed, int n) {
