@@ -3,12 +3,22 @@ its per-stage timings and the chunks a stream hands on. Plain data, shared by th
 worker, scripts, the command line and the workbench."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .model_file import ModelInfo
 from .prompt import Voice
+from .untrusted import InputError
+
+# The ranges a request's sampling may take (docs/security.md): wider than any use (a temperature over
+# 2 is already noise; the talker's vocabulary is 3072 codes), narrow enough that no value reaches the
+# native sampler as NaN, an overflow or a runaway take.
+MAX_TEMPERATURE = 10.0
+MAX_TOP_K = 65_536
+MAX_REPETITION_PENALTY = 10.0
+MAX_FRAMES = 65_536              # frames of one prompt (87 min at 12.5 Hz; every model's own limit is lower)
 
 
 @dataclass
@@ -40,21 +50,45 @@ class SamplingParams:
         return replace(self, do_sample=False, cp_do_sample=False)
 
     def validate(self) -> None:
+        """InputError (a ValueError) naming the field, for a value the sampler cannot use: every number
+        finite and in its range (NaN fails every range; a temperature of NaN once kept no token)."""
+        for name in ("do_sample", "cp_do_sample"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise InputError(f"{name} must be true or false, got {getattr(self, name)!r}")
         for name in ("temperature", "cp_temperature"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive")
+            value = getattr(self, name)
+            if _number(value) is None or not 0 < value <= MAX_TEMPERATURE:
+                raise InputError(f"{name} must be positive and finite, at most {MAX_TEMPERATURE:g}, got {value!r}")
         for name in ("top_p", "cp_top_p"):
-            if not 0 < getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be in (0, 1]")
+            value = getattr(self, name)
+            if _number(value) is None or not 0 < value <= 1:
+                raise InputError(f"{name} must be in (0, 1], got {value!r}")
         for name in ("top_k", "cp_top_k"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0 (0 = off)")
-        if self.repetition_penalty <= 0:
-            raise ValueError("repetition_penalty must be positive")
-        if self.max_frames is not None and self.max_frames < 1:
-            raise ValueError("max_frames must be at least 1")
-        if not 0 <= self.seed < 2 ** 64:
-            raise ValueError("seed must be in [0, 2**64)")
+            value = getattr(self, name)
+            if _whole(value) is None or not 0 <= value <= MAX_TOP_K:
+                raise InputError(f"{name} must be a whole number from 0 (off) to {MAX_TOP_K}, got {value!r}")
+        value = self.repetition_penalty
+        if _number(value) is None or not 0 < value <= MAX_REPETITION_PENALTY:
+            raise InputError(f"repetition_penalty must be positive and finite, at most {MAX_REPETITION_PENALTY:g}, "
+                             f"got {value!r}")
+        if self.max_frames is not None and (_whole(self.max_frames) is None or not 1 <= self.max_frames <= MAX_FRAMES):
+            raise InputError(f"max_frames must be a whole number from 1 to {MAX_FRAMES}, got {self.max_frames!r}")
+        if _whole(self.seed) is None or not 0 <= self.seed < 2 ** 64:
+            raise InputError(f"seed must be a whole number in [0, 2**64), got {self.seed!r}")
+
+
+def _number(value) -> float | None:
+    """`value` when it is a finite real number (not a bool), else None."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _whole(value) -> int | None:
+    """`value` when it is a whole number (an int, or a float without a fraction), else None."""
+    if _number(value) is None or (isinstance(value, (float, np.floating)) and not float(value).is_integer()):
+        return None
+    return value
 
 
 @dataclass

@@ -28,6 +28,15 @@ NOTE_KINDS = frozenset({"footnote", "footnotes", "endnote", "endnotes", "rearnot
 TEXT_SUFFIXES = (".txt", ".text")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
+# What an EPUB may hold, checked in its zip directory before anything is inflated (docs/security.md).
+# ebooklib reads every part whole into memory; Python's zipfile never inflates a member past the size
+# the directory records (one that claims less fails its CRC), so these bound the memory a book takes.
+MAX_EPUB_TEXT_MEMBER_BYTES = 64 << 20    # one XHTML, OPF, NCX or XML part (a long novel's chapter: < 2 MiB)
+MAX_EPUB_MEMBER_BYTES = 256 << 20        # one image, font or audio part
+MAX_EPUB_BYTES = 1 << 30                 # every part inflated, together (overlapping members count each time)
+MAX_EPUB_MEMBERS = 20_000
+EPUB_TEXT_SUFFIXES = (".xhtml", ".html", ".htm", ".xml", ".opf", ".ncx", ".css", ".svg", ".smil", ".txt")
+
 
 class BookError(ValueError):
     """What makes a book unreadable, all of it at once: [(where, why)]."""
@@ -88,10 +97,14 @@ def read_book(path: str | Path, notes: str = "skip", skip_kinds=SKIPPED_KINDS, f
     if suffix == ".epub":
         book = _read_epub(path, notes, frozenset(skip_kinds))
     elif suffix in MARKDOWN_SUFFIXES or suffix in TEXT_SUFFIXES:
+        from ..text.limits import MAX_TEXT_FILE_BYTES
+        from ..untrusted import InputError, read_text
         try:
-            text = path.read_text(encoding="utf-8-sig")
-        except UnicodeDecodeError as e:
-            raise BookError(path, [("", f"not UTF-8 text (byte {e.start}: {e.reason})")]) from None
+            text = read_text(path, MAX_TEXT_FILE_BYTES, "")
+        except InputError as e:
+            raise BookError(path, [("", str(e).removeprefix(": "))]) from None
+        except OSError as e:
+            raise BookError(path, [("", f"cannot read it ({e.strerror})")]) from None
         if suffix in MARKDOWN_SUFFIXES:
             book = _read_markdown(path, text, front_matter)
         else:
@@ -236,26 +249,62 @@ _BLOCKS = {"p", "div", "section", "article", "h1", "h2", "h3", "h4", "h5", "h6",
 
 
 def _epub_problems(path: Path) -> list[tuple[str, str]]:
-    """What stops an EPUB before ebooklib reads it: not a zip, no container, DRM."""
+    """What stops an EPUB before ebooklib reads it: not a zip, no container, a part too large to
+    inflate (its size read from the zip's directory), damaged XML, DRM."""
     if not zipfile.is_zipfile(path):
         return [("", "not an EPUB (not a zip archive)")]
     try:
         with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
+            infos = z.infolist()
+            too_large = _oversized_members(infos)
+            if too_large:
+                return too_large
+            names = {info.filename for info in infos}
             if "META-INF/container.xml" not in names:
                 return [("", "not an EPUB (no META-INF/container.xml)")]
             if "META-INF/rights.xml" in names:
                 return [("", "DRM-protected (META-INF/rights.xml): Kazeia reads only books without DRM")]
             if "META-INF/encryption.xml" in names:
-                from lxml import etree
-                root = etree.fromstring(z.read("META-INF/encryption.xml"))
+                root = parse_xml(z.read("META-INF/encryption.xml"), "META-INF/encryption.xml")
                 methods = [m.get("Algorithm", "") for m in root.iter("{*}EncryptionMethod")]
                 if any(m not in _FONT_OBFUSCATION for m in methods):
                     return [("", "DRM-protected (encrypted content in META-INF/encryption.xml): "
                                  "Kazeia reads only books without DRM")]
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as e:
         return [("", f"not a readable EPUB ({e})")]
     return []
+
+
+def _oversized_members(infos: list[zipfile.ZipInfo]) -> list[tuple[str, str]]:
+    """The parts whose inflated size (as the zip's directory declares it) is over its limit, and the
+    book's total over MAX_EPUB_BYTES: all refused before one byte is inflated."""
+    if len(infos) > MAX_EPUB_MEMBERS:
+        return [("", f"{len(infos):,} parts in the archive, over the limit of {MAX_EPUB_MEMBERS:,}")]
+    problems = []
+    for info in infos:
+        text = info.filename.lower().endswith(EPUB_TEXT_SUFFIXES)
+        limit = MAX_EPUB_TEXT_MEMBER_BYTES if text else MAX_EPUB_MEMBER_BYTES
+        if info.file_size > limit:
+            problems.append((info.filename, f"{info.file_size:,} bytes inflated, over the limit of {limit:,} "
+                                            f"for {'a text' if text else 'an'} part"))
+    total = sum(info.file_size for info in infos)
+    if total > MAX_EPUB_BYTES:
+        problems.append(("", f"{total:,} bytes inflated in all, over the limit of {MAX_EPUB_BYTES:,}"))
+    return problems
+
+
+def parse_xml(data: bytes, what: str):
+    """An XML part of a book, parsed without entities (a billion-laughs part expands nothing), without
+    the network, within lxml's default size limits; ValueError naming the part when it is damaged."""
+    from lxml import etree
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as e:
+        raise ValueError(f"{what}: damaged XML ({e})") from None
+    if root is None:
+        raise ValueError(f"{what}: empty XML")
+    return root
 
 
 def _epub_types(element) -> set[str]:
@@ -266,7 +315,8 @@ def _html_paragraphs(content: bytes, notes: str) -> tuple[list[tuple[int, str]],
     """(source line, paragraph) pairs of an XHTML part, its first heading, and its epub:types."""
     from lxml import etree, html
     try:
-        root = etree.fromstring(content, etree.XMLParser(recover=True, resolve_entities=False, no_network=True))
+        root = etree.fromstring(content, etree.XMLParser(recover=True, resolve_entities=False, no_network=True,
+                                                         huge_tree=False, load_dtd=False))
     except etree.XMLSyntaxError:
         root = None
     if root is None:

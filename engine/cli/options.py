@@ -11,18 +11,27 @@ OVERLAP_HELP = ("decode beside generation on part of the cores (the same audio; 
 THREADS_HELP = "compute threads (default: every core; fewer while other processes hold some)"
 
 
-def read_text_file(path: str) -> str:
+def read_text_file(path: str, option: str = "--text-file") -> str:
+    """A UTF-8 text file named on the command line, its size checked before it is read (/dev/zero,
+    a FIFO or a file over text/limits.py's MAX_TEXT_FILE_BYTES is refused at once)."""
+    from ..text.limits import MAX_TEXT_FILE_BYTES
+    from ..untrusted import read_text
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise ValueError(f"--text-file {path}: no such file") from None
-    except IsADirectoryError:
-        raise ValueError(f"--text-file {path}: a folder, not a text file") from None
-    except UnicodeDecodeError as e:
-        raise ValueError(f"--text-file {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        return read_text(path, MAX_TEXT_FILE_BYTES, f"{option} {path}")
     except OSError as e:
-        raise ValueError(f"--text-file {path}: cannot read it ({e.strerror})") from None
+        raise ValueError(f"{option} {path}: cannot read it ({e.strerror})") from None
+
+
+def check_sampling(seed: int, **given) -> None:
+    """The command line's sampling numbers (those given; None: the model's own) checked before the
+    model loads: a NaN temperature or a top-k past any vocabulary fails at once, naming the option."""
+    from ..requests import SamplingParams
+    try:
+        SamplingParams(seed=seed, **{k: v for k, v in given.items() if v is not None}).validate()
+    except ValueError as e:   # ("top_k must be ..." said as the option: "--top-k must be ...")
+        field, _, why = str(e).partition(" ")
+        raise ValueError(f"--{field.replace('_', '-')} {why}") from None
+
 
 def check_output_path(path: str) -> None:
     import os

@@ -6,8 +6,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .options import (DefaultsHelpFormatter, OVERLAP_HELP, THREADS_HELP, check_output_path, options_from,
-                      read_text_file, thread_count)
+from .options import (DefaultsHelpFormatter, OVERLAP_HELP, THREADS_HELP, check_output_path, check_sampling,
+                      options_from, read_text_file, thread_count)
+
+MAX_BATCH = 256   # chunks synthesized together (a batch holds a decoder state per chunk)
 
 
 def add_parser(sub) -> None:
@@ -107,6 +109,7 @@ def say(o: SayOptions) -> int:
     from ..synthesis import Engine
     from ..text.join import JoinSettings
     text = o.text if o.text is not None else read_text_file(o.text_file)
+    _check_numbers(o)
     check_output_path(o.output)   # before minutes of synthesis, not after
     if o.codes_out:
         check_output_path(o.codes_out)
@@ -154,6 +157,17 @@ def say(o: SayOptions) -> int:
     print(f"wrote {o.output}: {result.timings.audio_seconds:.2f} s of audio, stopped by {result.stop_reason}")
     print(result.timings.summary())
     return 0
+
+
+def _check_numbers(o: SayOptions) -> None:
+    """Every number of the command line checked before the model loads (NaN fails every range)."""
+    from ..text.compose import Pauses
+    from ..text.sentences import Budget
+    check_sampling(o.seed, temperature=o.temperature, top_k=o.top_k, top_p=o.top_p, max_frames=o.max_frames)
+    Pauses(o.pause_sentence, o.pause_paragraph).validate()
+    Budget(o.max_chars, o.max_tokens).validate()
+    if not 1 <= o.batch <= MAX_BATCH:
+        raise ValueError(f"--batch must be from 1 to {MAX_BATCH}, got {o.batch}")
 
 
 def _compose_for_say(engine, text: str, o: SayOptions, voice):

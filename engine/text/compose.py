@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .lexicon import Lexicon
+from .limits import MAX_PAUSE_RUN_MS, MAX_TOTAL_PAUSE_MS
 from .markup import MarkupError, Paragraph, Pause, Position, Speech, parse
 from .sentences import Budget, pack, split_sentences
 
@@ -110,12 +111,21 @@ class _Planner:
         self.known_languages = {lang.lower() for lang in languages}
         self.pieces: list = []
         self.pending_pause: float | None = None   # the next join's silence, if markup said so
+        self.markup_pause = 0.0                   # ms of silence the markup asked for so far
         self.paragraph = 0
 
     def add(self, item, sentences: list[str] | None = None) -> None:
         """One parsed item; `sentences`: a Speech item's sentences, when not all of its own."""
         if isinstance(item, Pause):
+            # checked here, not when the take is joined after every chunk is made
             self.pending_pause = (self.pending_pause or 0.0) + item.ms
+            if self.pending_pause > MAX_PAUSE_RUN_MS:
+                raise MarkupError(item.at.line, item.at.column, f"pauses in a row add up to {self.pending_pause / 1000:g} s, "
+                                                                f"over the limit of {MAX_PAUSE_RUN_MS / 1000:g} s")
+            self.markup_pause += item.ms
+            if self.markup_pause > MAX_TOTAL_PAUSE_MS:
+                raise MarkupError(item.at.line, item.at.column, f"the text's pauses add up to over "
+                                                                f"{MAX_TOTAL_PAUSE_MS / 3_600_000:g} h, the limit")
             return
         if isinstance(item, Paragraph):
             self.paragraph += 1

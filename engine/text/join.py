@@ -19,6 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .limits import MAX_PAUSE_RUN_MS
+
 Piece = np.ndarray | float | int   # a chunk's audio, or milliseconds of pause
 
 
@@ -134,8 +136,8 @@ def _layout(pieces: Sequence[Piece], sample_rate: int, settings: JoinSettings):
             if isinstance(piece, bool) or not isinstance(piece, Real):   # (True is an int, not a pause)
                 raise ValueError(f"pieces[{index}] must be audio (an ndarray) or a pause in ms, got {piece!r}")
             ms = float(piece)
-            if not 0 <= ms <= 600_000:
-                raise ValueError(f"pieces[{index}]: a pause must be from 0 to 600000 ms, got {piece!r}")
+            if not 0 <= ms <= MAX_PAUSE_RUN_MS:
+                raise ValueError(f"pieces[{index}]: a pause must be from 0 to {MAX_PAUSE_RUN_MS:.0f} ms, got {piece!r}")
             pending_pause = (pending_pause or 0.0) + ms
     if pending_pause:
         position += int(round(sample_rate * pending_pause / 1000))
@@ -201,8 +203,8 @@ class TakeAssembler:
     def pause(self, ms: float) -> np.ndarray:
         if self._chunk is not None:
             raise ValueError("a pause inside a chunk: end the chunk first")
-        if isinstance(ms, bool) or not isinstance(ms, Real) or not 0 <= float(ms) <= 600_000:
-            raise ValueError(f"a pause must be from 0 to 600000 ms, got {ms!r}")
+        if isinstance(ms, bool) or not isinstance(ms, Real) or not 0 <= float(ms) <= MAX_PAUSE_RUN_MS:
+            raise ValueError(f"a pause must be from 0 to {MAX_PAUSE_RUN_MS:.0f} ms, got {ms!r}")
         self._pause = (self._pause or 0.0) + float(ms)
         return np.zeros(0, np.float32)
 

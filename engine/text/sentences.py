@@ -27,6 +27,10 @@ _COMMA = re.compile(r",(?=\s)|[，、]")
 Counter = Callable[[str], int]
 
 
+# A chunk at most this long: one prompt's text (the engine takes 2048 tokens in one request).
+MAX_BUDGET = {"max_chars": 8000, "max_tokens": 2048}
+
+
 @dataclass(frozen=True)
 class Budget:
     """How much text one chunk may hold. Defaults: long single prompts degrade (one ggml port hears
@@ -40,8 +44,8 @@ class Budget:
     def validate(self) -> None:
         for name in ("max_chars", "max_tokens"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 8:
-                raise ValueError(f"{name} must be a whole number of at least 8, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or not 8 <= value <= MAX_BUDGET[name]:
+                raise ValueError(f"{name} must be a whole number from 8 to {MAX_BUDGET[name]}, got {value!r}")
 
 
 def language_code(language: str | None, text: str) -> str:
