@@ -18,6 +18,9 @@ SAMPLING_COLUMNS = {"temperature": float, "top_k": int, "top_p": float, "repetit
                     "cp_temperature": float, "cp_top_k": int, "cp_top_p": float, "max_frames": int}
 COLUMNS = ("id", "text", "speaker", "language", "instruct", "voice", "seed", "file", *SAMPLING_COLUMNS)
 FORMATS = (".txt", ".csv", ".tsv", ".jsonl")
+# An output file's name without its extension, in UTF-8 bytes: file systems allow 255, less the
+# extension and atomic.py's temporary prefix and suffix while it is written.
+MAX_OUTPUT_NAME_BYTES = 180
 
 
 @dataclass
@@ -49,10 +52,14 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
     kind = path.suffix.lower()
     if kind not in FORMATS:
         raise ScriptError(path, [(0, "", f"unknown script format {path.suffix or '(none)'}; use {', '.join(FORMATS)}")])
+    from .text.limits import MAX_TEXT_FILE_BYTES
+    from .untrusted import InputError, loads, read_text
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ScriptError(path, [(0, "", f"not UTF-8 text ({e.reason})")]) from None
+        text = read_text(path, MAX_TEXT_FILE_BYTES, "")   # (its size checked before it is read)
+    except InputError as e:
+        raise ScriptError(path, [(0, "", str(e).removeprefix(": "))]) from None
+    except OSError as e:
+        raise ScriptError(path, [(0, "", f"cannot read it ({e.strerror})")]) from None
     if kind == ".txt":
         rows, n = [], 0
         for number, line in enumerate(text.splitlines(), 1):
@@ -65,10 +72,10 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as e:
-                problems.append((number, "", f"not JSON: {e.msg}"))
+            try:   # (bounded: no nesting without end, no integer of thousands of digits)
+                value = loads(line, "JSON", MAX_TEXT_FILE_BYTES)
+            except InputError as e:
+                problems.append((number, "", f"not JSON that can be read: {str(e).removeprefix('JSON: ')}"))
                 continue
             if not isinstance(value, dict):
                 problems.append((number, "", "not a JSON object"))
@@ -190,6 +197,9 @@ def output_names(lines: list[ScriptLine], pattern: str) -> tuple[dict[str, str],
         except (KeyError, IndexError, ValueError) as e:
             raise ValueError(f"--name {pattern!r}: {e!r} (fields: {{id}}, {{index}}, {{speaker}})") from None
         name = re.sub(r"[^\w.-]+", "_", name).strip("._") or line.id
+        if len(name.encode()) > MAX_OUTPUT_NAME_BYTES:   # (found now, not when its file is written)
+            problems.append((line.number, line.id, f"output name of {len(name.encode())} bytes, over the limit of "
+                                                   f"{MAX_OUTPUT_NAME_BYTES} (give a shorter id or file)"))
         if name in owner:
             problems.append((line.number, line.id, f"output name {name!r} is also line {owner[name]}'s"))
         owner.setdefault(name, line.number)

@@ -23,6 +23,7 @@ import soundfile
 
 from ..atomic import atomic_path
 from ..requests import Request
+from ..untrusted import fresh_folder
 from ..voice import voice_digest
 
 JOURNAL = "journal.jsonl"
@@ -55,7 +56,7 @@ class ChunkStore:
 
     def __init__(self, folder: str | os.PathLike, sample_rate: int):
         self.folder, self.sample_rate = Path(folder), sample_rate
-        self.folder.mkdir(parents=True, exist_ok=True)
+        fresh_folder(self.folder, "chunk folder")   # (a symlink left there is refused, never followed)
         for stale in self.folder.glob(".*.partial.*"):   # files a stopped run was writing
             stale.unlink(missing_ok=True)
         self._lengths: dict[str, int] = {}

@@ -14,6 +14,7 @@ import numpy as np
 import soundfile
 
 from ..atomic import atomic_path
+from ..untrusted import name_bytes
 from ..audio_io import reproducible
 
 BLOCK = 1 << 16   # samples read and written at a time (~2.7 s at 24 kHz)
@@ -99,9 +100,24 @@ def write_m4b(chapters: list[ExportChapter], out: Path, title: str, author: str 
     return spans
 
 
+# A title's part of a file name, in UTF-8 bytes: file systems cap a name at 255 bytes, and the name
+# also holds a chapter's number (" - "), its extension and, while it is written, atomic.py's temporary
+# prefix and suffix (".{name}.{pid}-{thread}.partial": up to ~45 bytes). 72 CJK letters are 216 bytes.
+MAX_TITLE_BYTES = 150
+
+
 def safe_name(title: str) -> str:
-    """A title as a file name: without characters file systems refuse, at most 80 characters."""
-    return "".join(ch if ch.isalnum() or ch in " -_.,'()" else "_" for ch in title).strip(" ._")[:80]
+    """A title as a file name: without characters file systems refuse, at most 80 characters and
+    MAX_TITLE_BYTES bytes (cut at a character)."""
+    name = "".join(ch if ch.isalnum() or ch in " -_.,'()" else "_" for ch in title).strip(" ._")[:80]
+    return name_bytes(name, MAX_TITLE_BYTES).strip(" ._")
+
+
+def book_name(title: str) -> str:
+    """The book's own files' name (its M4B and the M4B's subtitles): never one a chapter's file could
+    have (chapters' names begin with their number, so a title such as "01 - One" becomes "Book 01 - One")."""
+    name = safe_name(title) or "book"
+    return f"Book {name}" if name[0].isdigit() else name
 
 
 def output_name(index: int, title: str, width: int = 2) -> str:

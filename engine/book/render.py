@@ -25,15 +25,17 @@ from ..text.compose import Cast, Composition, Pauses, chunk_seed, compose
 from ..text.join import JoinSettings
 from ..text.markup import MarkupError
 from ..text.sentences import Budget
+from ..untrusted import fresh_folder
 from .assemble import Assembled, Cue, assemble
 from .chunks import ChunkJob, ChunkStore, make_chunks, model_identity, request_digest
-from .export import (CHAPTER_FORMATS, ExportChapter, chapter_path, remove_partials, safe_name, write_chapter,
+from .export import (CHAPTER_FORMATS, ExportChapter, book_name, chapter_path, remove_partials, write_chapter,
                      write_m4b)
 from ..loudness import LoudnessTarget, gain_db, integrated_loudness
 from .source import Book, BookError, Chapter
 from .subtitles import write_subtitles
 
 WORK = ".kazeia-book"
+MAX_BATCH = 256   # chunks synthesized together
 SUBTITLE_FORMATS = ("srt", "vtt")
 
 
@@ -66,8 +68,14 @@ class BookOptions:
         bad = [f for f in self.subtitles if f not in SUBTITLE_FORMATS]
         if bad:
             raise ValueError(f"unknown subtitle format {bad[0]!r}; choose srt, vtt")
-        if self.batch < 1:
-            raise ValueError("batch must be at least 1")
+        if not 1 <= self.batch <= MAX_BATCH:
+            raise ValueError(f"batch must be from 1 to {MAX_BATCH}, got {self.batch!r}")
+        # every number checked before any chunk is made (NaN fails every range)
+        SamplingParams(seed=self.seed, max_frames=self.max_frames).validate()
+        if self.sampling is not None:
+            self.sampling.validate()
+        self.pauses.validate()
+        self.budget.validate()
         if not 0 <= self.chapter_pause_ms <= 60_000:
             raise ValueError(f"chapter_pause_ms must be from 0 to 60000, got {self.chapter_pause_ms!r}")
         if self.loudness is not None:
@@ -276,6 +284,7 @@ def render_book(plan: BookPlan, engine, on_progress: Callable[[Progress], None] 
     out.mkdir(parents=True, exist_ok=True)
     remove_partials(out)
     rate = engine.info.sample_rate
+    fresh_folder(work, "book's work folder")   # (a symlink left there is refused, never followed)
     store = ChunkStore(work / "chunks", rate)
     progress = Progress(sum(len(c.jobs) for c in plan.chapters))
     missing: list[ChunkJob] = []
@@ -357,7 +366,7 @@ def _finish(plan: BookPlan, chapters: list[Assembled], progress: Progress) -> Bo
             path = chapter_path(out, planned.number, planned.chapter.title, "wav", width).with_suffix(f".{fmt}")
             files.append(write_subtitles(path, chapter.cues, chapter.sample_rate))
     if options.m4b:
-        name = safe_name(book.title) or "book"
+        name = book_name(book.title)   # (never a chapter's name: "01 - One" would overwrite its subtitles)
         spans = write_m4b(exports, out / f"{name}.m4b", book.title, book.author, book.cover, book.cover_type)
         files.append(out / f"{name}.m4b")
         whole = [replace(cue, start=cue.start + start, end=cue.end + start)

@@ -4,7 +4,6 @@ them at the end, piece by piece, so memory does not grow with the text. The work
 the file is whole; after a stop, the same command keeps the chunks already there."""
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -16,6 +15,7 @@ from ..long_text import chunk_request
 from ..requests import SamplingParams
 from ..text.compose import Composition
 from ..text.join import JoinSettings
+from ..untrusted import remove_tree_inside
 from .assemble import Assembled, assemble
 from .chunks import ChunkDone, ChunkJob, ChunkStore, make_chunks, model_identity, request_digest
 
@@ -55,5 +55,5 @@ def write_take(engine, composition: Composition, sampling: SamplingParams, outpu
     assembled = assemble(composition, digests, store, output, join, subtype=subtype, fmt=container, measure=False)
     codes = np.concatenate([store.read_codes(d) for d in digests]) if digests else np.zeros((0, 16), np.int32)
     limited = [j.tag for j in jobs if store.stop_reason(j.hash) == "limit"]
-    shutil.rmtree(work, ignore_errors=True)
+    remove_tree_inside(output.parent, work)
     return TakeFile(assembled, len(jobs), len(jobs) - len(missing), limited, codes)

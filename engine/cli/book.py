@@ -93,6 +93,8 @@ def list_chapters(book) -> None:
 
 
 def run(args) -> int:
+    from dataclasses import replace
+
     from ..loudness import LoudnessTarget
     from ..book.render import BookOptions, clock, plan_book, render_book, set_redo_seed
     from ..book.source import BookError, read_book
@@ -114,26 +116,27 @@ def run(args) -> int:
               file=sys.stderr)
         return 2
     subtitles = tuple(s for s in args.subtitles.replace(" ", "").split(",") if s and s != "none")
+    options = BookOptions(Path(args.output), formats=tuple(args.format or ("flac",)), m4b=args.m4b,
+                          subtitles=subtitles,
+                          loudness=None if args.no_loudness else LoudnessTarget(args.loudness, args.true_peak,
+                                                                                args.loudness_per),
+                          speaker=args.speaker, language=args.language, instruct=args.instruct,
+                          seed=args.seed, max_frames=args.max_frames, batch=args.batch,
+                          pauses=Pauses(args.pause_sentence, args.pause_paragraph),
+                          chapter_pause_ms=args.pause_title, budget=Budget(args.max_chars, args.max_tokens),
+                          chapters=args.chapters)
+    options.validate()   # every number, before the model loads
+    lexicon = None
+    if args.lexicon:
+        from ..text.lexicon import load_lexicons
+        lexicon = load_lexicons(args.lexicon)[0]
     model_path = resolve_model(args.model)
     engine = Engine.load(model_path, threads=args.threads, placement=args.placement)
     voice = None
     if args.voice:
         from ..voice_library import load_named_voice
         voice = load_named_voice(args.voice, engine.model)
-    lexicon = None
-    if args.lexicon:
-        from ..text.lexicon import load_lexicons
-        lexicon = load_lexicons(args.lexicon)[0]
-    options = BookOptions(Path(args.output), formats=tuple(args.format or ("flac",)), m4b=args.m4b,
-                          subtitles=subtitles,
-                          loudness=None if args.no_loudness else LoudnessTarget(args.loudness, args.true_peak,
-                                                                                args.loudness_per),
-                          speaker=args.speaker, language=args.language, instruct=args.instruct, voice=voice,
-                          seed=args.seed, sampling=SamplingParams.from_model(engine.info),
-                          max_frames=args.max_frames, batch=args.batch,
-                          pauses=Pauses(args.pause_sentence, args.pause_paragraph),
-                          chapter_pause_ms=args.pause_title, budget=Budget(args.max_chars, args.max_tokens),
-                          lexicon=lexicon, chapters=args.chapters)
+    options = replace(options, voice=voice, lexicon=lexicon, sampling=SamplingParams.from_model(engine.info))
     try:
         plan = plan_book(book, engine, options)
         if args.redo:

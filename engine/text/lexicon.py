@@ -43,6 +43,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from .limits import MAX_LEXICON_FILE_BYTES
+
 CASES = ("sensitive", "insensitive")
 DEFAULT_CASE = "sensitive"
 FIELDS = ("term", "say", "case", "language", "voice")   # TOML keys and CSV columns
@@ -296,10 +298,11 @@ def _check_duplicates(rules: tuple[Rule, ...]) -> None:
 
 
 def _read(name: str) -> str:
+    from ..untrusted import InputError, read_bytes
     try:
-        data = Path(name).read_bytes()
-    except FileNotFoundError:
-        raise LexiconError(name, "no such file") from None
+        data = read_bytes(name, MAX_LEXICON_FILE_BYTES, "")   # (its size checked before it is read)
+    except InputError as e:
+        raise LexiconError(name, str(e).removeprefix(": ")) from None
     except OSError as e:
         raise LexiconError(name, f"cannot read: {e.strerror or e}") from None
     try:
@@ -394,9 +397,11 @@ def load_lexicons(paths) -> tuple[Lexicon | None, str]:
     """The rules of every file of `paths` (--lexicon), later files winning, and a digest of what the
     files held (a render's request hash sees a rule change)."""
     import hashlib
+
+    from ..untrusted import read_bytes
     lexicon, digest = None, hashlib.sha256()
     for path in paths:
         loaded = Lexicon.load(path)
         lexicon = loaded if lexicon is None else lexicon.merge(loaded)
-        digest.update(Path(path).read_bytes())
+        digest.update(read_bytes(path, MAX_LEXICON_FILE_BYTES))   # (the bytes: as before, a BOM counts)
     return lexicon, digest.hexdigest()[:16]
