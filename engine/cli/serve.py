@@ -14,8 +14,15 @@ def add_parser(sub) -> None:
     sv.add_argument("--port", type=int, default=8000)
     sv.add_argument("--wyoming", default=None, metavar="tcp://HOST:PORT",
                     help="also serve Wyoming (Home Assistant) there, e.g. tcp://127.0.0.1:10200 (it has no keys)")
+    sv.add_argument("--wyoming-allow", action="append", default=None, metavar="CIDR[,CIDR]",
+                    help="networks that may connect to a Wyoming port beyond loopback, e.g. 192.168.1.0/24 "
+                         "(Wyoming has no keys: required there)")
+    sv.add_argument("--allowed-host", action="append", default=None, metavar="NAME",
+                    help="a name clients reach the server by, beyond localhost and IP addresses (a request "
+                         "with another Host is refused: DNS rebinding); repeat for more")
     sv.add_argument("--cors-origin", action="append", default=None, metavar="ORIGIN",
-                    help="let web pages from ORIGIN call the API (repeat for more; default: none)")
+                    help="let web pages from ORIGIN call the API and its sockets (repeat for more; default: pages on "
+                         "this machine only)")
     sv.add_argument("--api-key", default=None, help="clients send Authorization: Bearer KEY (default: $KAZEIA_API_KEY)")
     sv.add_argument("--name", default=None, help="the model's name in requests (default: the file's stem)")
     sv.add_argument("--max-batch", type=int, default=4, help="requests synthesized together")

@@ -24,7 +24,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .. import untrusted
 from ..text.markup import MarkupError
+from .boundary import Boundary, BoundaryMiddleware
 from .encoders import MEDIA_TYPES, STREAMED, encoder
 from .errors import ApiError, ErrorBody, api_error_handler, http_error_handler, param_of
 from .metrics import Metrics
@@ -102,6 +104,10 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
         from fastapi.middleware.cors import CORSMiddleware
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
                            allow_headers=["Authorization", "Content-Type"])
+    # (added last: outermost, so a foreign page's request is refused before CORS answers it)
+    app.add_middleware(BoundaryMiddleware, boundary=Boundary(settings.listen_host, settings.allowed_hosts,
+                                                             settings.cors_origins),
+                       send_timeout_s=settings.send_timeout_s)
     app.add_exception_handler(ApiError, api_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
     metrics = Metrics()
@@ -130,14 +136,20 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
         if declared and declared.isdigit() and int(declared) > settings.max_body_bytes:
             raise ApiError(413, f"the body is over {settings.max_body_bytes} bytes", None, "request_too_large")
         body = bytearray()
-        async for part in request.stream():
-            body += part
-            if len(body) > settings.max_body_bytes:
-                raise ApiError(413, f"the body is over {settings.max_body_bytes} bytes", None, "request_too_large")
         try:
-            data = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ApiError(400, f"the body is not valid JSON: {e}", None, "invalid_json") from None
+            with anyio.fail_after(settings.read_timeout_s):   # (a client sending a byte a second)
+                async for part in request.stream():
+                    body += part
+                    if len(body) > settings.max_body_bytes:
+                        raise ApiError(413, f"the body is over {settings.max_body_bytes} bytes", None,
+                                       "request_too_large")
+        except TimeoutError:
+            raise ApiError(408, f"the body did not arrive whole within {settings.read_timeout_s:g} s", None,
+                           "request_timeout") from None
+        try:
+            data = untrusted.loads(body, "the body", settings.max_body_bytes)
+        except untrusted.InputError as e:
+            raise ApiError(400, str(e), None, "invalid_json") from None
         if not isinstance(data, dict):
             raise ApiError(400, "the body must be a JSON object", None, "invalid_json")
         return data
@@ -169,8 +181,9 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
                                      "content": {"application/json": {"schema": SpeechRequest.model_json_schema()}}}}
 
     errors = {status: {"description": what, "model": ErrorBody} for status, what in (
-        (400, "a bad field, named in param"), (401, "a missing or wrong API key"), (404, "an unknown model or voice"),
-        (413, "a body over the limit"), (415, "a body that is not JSON"),
+        (400, "a bad field, named in param"), (401, "a missing or wrong API key"),
+        (403, "a web page's Origin or a Host this server was not told of"), (404, "an unknown model or voice"),
+        (408, "a body that did not arrive in time"), (413, "a body over the limit"), (415, "a body that is not JSON"),
         (422, "input whose markup cannot be read (line and column in the message)"), (429, "the queue is full (Retry-After)"),
         (503, "the model is loading"), (504, "the request ran over its time limit"))}
     audio = {t: {"schema": {"type": "string", "format": "binary"}} for t in MEDIA_TYPES.values()}

@@ -1,5 +1,5 @@
 """Errors in OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, with the status a
-client acts on: 400 a bad field (named in `param`), 401, 404 an unknown model or voice, 413, 415,
+client acts on: 400 a bad field (named in `param`), 401, 403 a foreign web page or Host, 404 an unknown model or voice, 413, 415,
 422 markup that cannot be read, 429 (with Retry-After), 503 while the server is stopping."""
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
+_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "invalid_request_error",
+          404: "invalid_request_error", 408: "invalid_request_error",
           405: "invalid_request_error", 413: "invalid_request_error", 415: "invalid_request_error",
           422: "invalid_request_error",
           429: "rate_limit_exceeded", 500: "server_error", 503: "server_error", 504: "server_error"}

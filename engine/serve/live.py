@@ -89,6 +89,7 @@ class _Turn:
     pending: str = ""                   # text received, not yet given to the job: the next write's
     writer: asyncio.Task | None = None  # giving `pending` to the job
     text_ends: bool = False             # flushed or stopped: what is pending is written at once
+    chars: int = 0                      # the turn's text so far, received (ServerSettings.max_turn_chars)
 
 
 class Turns:
@@ -114,6 +115,13 @@ class Turns:
         turn = self._open
         if turn.job is None:
             return
+        limit = self._service.settings.max_turn_chars
+        turn.chars += len(text)
+        if turn.chars > limit:   # (each write plans the whole text again)
+            turn.pending = ""
+            await self._refuse(turn, "text_too_long", f"text: a turn holds at most {limit:,} characters; this "
+                                                      "turn stops here (flush, then send the rest as the next)")
+            return
         # one write at a time per turn: what arrives meanwhile goes in the next (a burst of deltas
         # is planned once or twice, not once per delta; any split gives the same audio)
         turn.pending += text
@@ -126,9 +134,10 @@ class Turns:
             text, turn.pending = turn.pending, ""
             try:
                 await anyio.to_thread.run_sync(job.write, text)
-            except ValueError as e:   # (over the one-utterance limit)
+            except Exception as e:   # (markup that is wrong; anything else stops the turn, not the socket)
                 turn.pending = ""
-                await self._refuse(turn, "invalid_text", str(e))
+                await self._refuse(turn, "invalid_text", str(e) if isinstance(e, ValueError) else
+                                   f"the turn failed: {type(e).__name__}")
             # the model reads a token a frame: while it has enough it has not read, later deltas gather
             # (planning each word as it comes would take the cores from the speech for nothing)
             while turn.job is not None and not turn.text_ends and job.unread_tokens() >= _GATHER_WHILE_UNREAD:
@@ -145,8 +154,7 @@ class Turns:
     @staticmethod
     async def _written(turn: _Turn) -> None:
         """Until the text received for `turn` is with its job."""
-        if turn.writer is not None:
-            await turn.writer
+        await _ended([turn.writer])
 
     async def flush(self) -> int | None:
         """The open turn's text ends (its audio goes on); its number, or None if none was open."""
@@ -179,9 +187,7 @@ class Turns:
     async def drain(self) -> None:
         """Waits until every turn's audio is sent (a turn still open is flushed first)."""
         await self.flush()
-        for turn in list(self._in_flight):
-            if turn.pump is not None:
-                await turn.pump
+        await _ended([turn.pump for turn in self._in_flight])
 
     async def abandon(self) -> None:
         """The client went away: every turn is cancelled and its slot freed."""
@@ -190,9 +196,7 @@ class Turns:
         for turn in self._in_flight:
             if turn.job is not None:
                 turn.job.cancel()
-        for turn in list(self._in_flight):
-            if turn.pump is not None:
-                await turn.pump
+        await _ended([turn.pump for turn in self._in_flight])
 
     async def _start_turn(self) -> _Turn:
         self._count += 1
@@ -210,6 +214,10 @@ class Turns:
             service.finish(job, turn.rid, "invalid")
             await self._sink.error("invalid_request", str(e))
             return turn
+        except BaseException:
+            job.cancel()
+            service.finish(job, turn.rid, "error")
+            raise
         turn.job = job
         previous = self._in_flight[-1].pump if self._in_flight else None
         self._in_flight = [t for t in self._in_flight if t.pump is not None and not t.pump.done()]
@@ -229,23 +237,35 @@ class Turns:
         """The turn's audio, after the turn before it has sent all of its own."""
         service, outcome = self._service, "error"
         limit = service.settings.request_timeout_s
+        # the time limit holds while the turn waits too (for text that never comes, for the turn
+        # before it): the job is cancelled then, and its wait for audio ends within a frame
+        timed_out = False
+
+        def time_up() -> None:
+            nonlocal timed_out
+            timed_out = True
+            job.cancel()
+        deadline = asyncio.get_running_loop().call_later(max(0.0, limit - (time.perf_counter() - job.started)),
+                                                         time_up)
         try:
             if previous is not None:
-                await previous
+                await _ended([previous])
             await self._sink.start(turn.number)
             while (audio := await anyio.to_thread.run_sync(job.next_audio)) is not None:
                 await self._sink.audio(turn.number, audio)
                 self.last_activity = time.monotonic()
                 if time.perf_counter() - job.started > limit:
-                    job.cancel()
-                    await self._sink.error("timeout", f"turn {turn.number} ran over its time limit ({limit:.0f} s)")
-                    outcome = "timeout"
+                    time_up()
                     break
+            if timed_out:
+                await self._sink.error("timeout", f"turn {turn.number} ran over its time limit ({limit:g} s)")
+                outcome = "timeout"
             else:
                 outcome = "cancelled" if job.cancelled else "ok"
         except Exception:   # (the client went away mid-send: its socket refuses)
             outcome = "disconnected"
         finally:
+            deadline.cancel()
             job.cancel()
             service.finish(job, turn.rid, outcome)
         if outcome != "disconnected":
@@ -253,6 +273,14 @@ class Turns:
                 await self._sink.end(turn.number, outcome, job)
             except Exception:
                 pass
+
+
+async def _ended(tasks: list) -> None:
+    """Until every task has ended, whatever its end (awaiting them directly would carry a
+    cancellation of the waiter into them, and their errors out: each handles its own)."""
+    tasks = [t for t in tasks if t is not None]
+    if tasks:
+        await asyncio.wait(tasks)
 
 
 async def run_idle_watch(turns: Turns, idle_s: float, on_idle: Callable[[], Awaitable[None]]) -> None:

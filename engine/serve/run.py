@@ -1,7 +1,8 @@
 """`kazeia serve`: listen at once (503 while the model loads and warms up on a worker thread), then
 serve it with uvicorn until SIGTERM or Ctrl-C (then no new connections; running streams get
-`--shutdown-grace` seconds to end, then are cancelled; exit 0). Listening beyond this machine needs an API key: a speech server open to a network without
-one is what peers ship and their users regret."""
+`--shutdown-grace` seconds to end, then are cancelled; exit 0). Listening beyond this machine needs an
+API key (a speech server open to a network without one is what peers ship and their users regret),
+and a Wyoming port beyond it the networks that may connect (its protocol has no keys)."""
 from __future__ import annotations
 
 import ipaddress
@@ -14,6 +15,10 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("kazeia.serve")
 
+# a WebSocket message the server closes the socket on (1009) before reading it whole; below it, a
+# message over ServerSettings.max_message_bytes is answered with an error and the socket goes on
+WS_MAX_SIZE = 1 << 20
+
 
 def is_loopback(host: str) -> bool:
     if host == "localhost":
@@ -22,6 +27,32 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def parse_networks(items: list[str] | None) -> tuple[str, ...]:
+    """--wyoming-allow CIDR[,CIDR] (repeatable) -> the networks, each checked."""
+    networks = []
+    for item in items or []:
+        for cidr in filter(None, (c.strip() for c in item.split(","))):
+            try:
+                networks.append(str(ipaddress.ip_network(cidr, strict=False)))
+            except ValueError:
+                raise ValueError(f"--wyoming-allow {cidr!r}: give a network such as 192.168.1.0/24 or an address "
+                                 "such as 192.168.1.20") from None
+    return tuple(networks)
+
+
+def check_listeners(host: str, key: str | None, wyoming: tuple[str, int] | None,
+                    wyoming_allow: tuple[str, ...]) -> None:
+    """ValueError for a listener open beyond this machine without a guard: HTTP and its sockets need
+    an API key; Wyoming, whose protocol carries no key, needs the networks that may connect."""
+    if not is_loopback(host) and key is None:
+        raise ValueError(f"--host {host} listens beyond this machine: give an API key (--api-key or "
+                         "$KAZEIA_API_KEY), or keep the default 127.0.0.1")
+    if wyoming is not None and not is_loopback(wyoming[0]) and not wyoming_allow:
+        raise ValueError(f"--wyoming tcp://{wyoming[0]}:{wyoming[1]} listens beyond this machine, and Wyoming has "
+                         "no keys: name who may connect with --wyoming-allow CIDR (e.g. 192.168.1.0/24, or your "
+                         "Home Assistant's address), or listen on tcp://127.0.0.1")
 
 
 def parse_voice_map(items: list[str] | None) -> dict[str, str]:
@@ -75,13 +106,15 @@ class ServeOptions:
     overlap: bool | None = None
     ray: str | None = None                # None: no Ray; "local": a cluster started here; else its address
     replicas: int = 1
+    allowed_hosts: tuple[str, ...] = ()   # more names a request's Host may give (--allowed-host)
+    wyoming_allow: tuple[str, ...] = ()   # networks a Wyoming port beyond loopback takes (--wyoming-allow)
 
     @classmethod
     def from_args(cls, args) -> "ServeOptions":
         key = args.api_key or os.environ.get("KAZEIA_API_KEY") or None
-        if not is_loopback(args.host) and key is None:
-            raise ValueError(f"--host {args.host} listens beyond this machine: give an API key (--api-key or "
-                             "$KAZEIA_API_KEY), or keep the default 127.0.0.1")
+        wyoming = parse_wyoming(args.wyoming)
+        wyoming_allow = parse_networks(getattr(args, "wyoming_allow", None))
+        check_listeners(args.host, key, wyoming, wyoming_allow)
         if args.idle_timeout <= 0:
             raise ValueError("--idle-timeout must be more than 0 seconds")
         if args.max_frames is not None and args.max_frames < 1:
@@ -92,13 +125,13 @@ class ServeOptions:
             raise ValueError("--max-queue must be at least 0")
         if args.replicas < 1:
             raise ValueError("--replicas must be at least 1")
-        wyoming = parse_wyoming(args.wyoming)
         if wyoming and args.ray is not None:
             raise ValueError("--wyoming serves from one process: give it without --ray")
         return cls(args.model, args.host, args.port, key, wyoming, tuple(args.cors_origin or ()), args.name,
                    args.max_batch, args.max_queue, args.voices, parse_voice_map(args.voice_map),
                    tuple(args.lexicon or ()), args.request_timeout, args.idle_timeout, args.max_frames, args.streaming_text,
-                   args.shutdown_grace, args.threads, args.overlap, args.ray, args.replicas)
+                   args.shutdown_grace, args.threads, args.overlap, args.ray, args.replicas,
+                   tuple(getattr(args, "allowed_host", None) or ()), wyoming_allow)
 
 
 def serve(o: ServeOptions) -> int:
@@ -125,7 +158,8 @@ def serve(o: ServeOptions) -> int:
     name = o.name or model.info.path.stem
     settings = ServerSettings(name, key, o.max_batch, o.max_queue, o.request_timeout, o.idle_timeout,
                               wyoming=wyoming, cors_origins=list(o.cors_origins), max_frames=o.max_frames,
-                              streaming_text=o.streaming_text)
+                              streaming_text=o.streaming_text, listen_host=o.host,
+                              allowed_hosts=list(o.allowed_hosts), wyoming_allow=list(o.wyoming_allow))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     if o.ray is not None:
         from .on_ray import serve_on_ray
@@ -150,7 +184,8 @@ def serve(o: ServeOptions) -> int:
           f"{f'; Wyoming on tcp://{wyoming[0]}:{wyoming[1]}' if wyoming else ''}",
           file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(LoadingGate(load, on_failure), host=o.host, port=o.port,
-                                           log_level="warning", timeout_graceful_shutdown=o.shutdown_grace))
+                                           log_level="warning", timeout_graceful_shutdown=o.shutdown_grace,
+                                           ws_max_size=WS_MAX_SIZE))
     # uvicorn stops gracefully on SIGTERM, then raises it again to the handler it found: a quiet one,
     # so a stop asked for is exit 0
     signal.signal(signal.SIGTERM, lambda *_: None)

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import Field
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from .. import untrusted
 from .encoders import STREAMED, encoder, pcm16, wav_header
 from .errors import ApiError, error_body
 from .live import LiveJob, LiveService, Turns, run_idle_watch
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 LIVE_PATH, DEEPGRAM_PATH = "/v1/audio/speech/live", "/v1/speak"
 DEEPGRAM_RATES = (8000, 16000, 24000, 32000, 48000)
+MESSAGE_DEPTH = 4   # a message is one flat object ({"type": "text", "text": ...}); nothing needs more
 
 
 class LiveQuery(SamplingFields):
@@ -145,22 +147,25 @@ def add_live_sockets(app: FastAPI, service: LiveService, voices: "VoiceBook", ch
                 except (RuntimeError, WebSocketDisconnect):
                     message = {"type": "websocket.disconnect"}
                 if message["type"] == "websocket.disconnect":
-                    await turns.abandon()
                     return
                 if message.get("text") is None:
                     await on_error("binary_not_accepted", "send JSON text messages; audio only goes out")
                     continue
                 try:
-                    data = json.loads(message["text"])
+                    data = untrusted.loads(message["text"], "the message", settings.max_message_bytes,
+                                           max_depth=MESSAGE_DEPTH)
                     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-                        raise ValueError("a JSON object with a \"type\"")
-                except ValueError as e:
-                    await on_error("invalid_json", f"not a message: {e}")
+                        raise untrusted.InputError("the message: a JSON object with a \"type\" is needed")
+                except untrusted.InputError as e:
+                    await on_error("invalid_json", str(e))
                     continue
                 if await on_message(data) is False:
                     return
         finally:
+            # whatever ended the conversation (a close, a client gone, a handler that raised): every
+            # turn it holds is cancelled and its slot freed (after a close or idle end: all sent already)
             watch.cancel()
+            await asyncio.shield(turns.abandon())
 
     # ---- Kazeia's own -------------------------------------------------------------------------
     def live_checks(query: LiveQuery) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..requests import SamplingParams
+from ..requests import MAX_FRAMES, MAX_TEMPERATURE, MAX_TOP_K, SamplingParams
 from .encoders import encode_whole
 from .errors import ApiError
 
@@ -25,10 +25,10 @@ class SamplingFields(BaseModel):
     model_config = ConfigDict(extra="forbid")   # a misspelt field is an error, not ignored
 
     seed: int | None = Field(None, ge=0, le=2 ** 53 - 1)   # (the integers every JSON reader keeps exact)
-    temperature: float | None = Field(None, gt=0, le=10)
-    top_k: int | None = Field(None, ge=0)
-    top_p: float | None = Field(None, gt=0, le=1)
-    max_frames: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, gt=0, le=MAX_TEMPERATURE, allow_inf_nan=False)
+    top_k: int | None = Field(None, ge=0, le=MAX_TOP_K)   # (0: off)
+    top_p: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
+    max_frames: int | None = Field(None, ge=1, le=MAX_FRAMES)
 
     def sampling(self, engine: "Engine", max_frames: int | None = None) -> SamplingParams:
         """The request's sampling; `max_frames`: the server's cap (it wins over a larger ask)."""
@@ -45,7 +45,7 @@ class SpeechRequest(SamplingFields):
     voice: str | dict[str, str]
     instructions: str | None = Field(None, max_length=MAX_INPUT_CHARS)
     response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = "mp3"
-    speed: float = Field(1.0, ge=0.25, le=4.0)
+    speed: float = Field(1.0, ge=0.25, le=4.0, allow_inf_nan=False)
     stream_format: Literal["audio", "sse"] = "audio"
     # Kazeia's own
     language: str | None = None

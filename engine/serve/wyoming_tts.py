@@ -7,6 +7,10 @@ HTTP app's: Wyoming requests share its batches and its limits. A request that ca
 `error` event naming why; the connection stays open."""
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import ipaddress
+import logging
 import time
 
 import anyio
@@ -23,7 +27,11 @@ from ..text.sentences import LANGUAGE_CODES
 from .encoders import pcm16
 from .job import SpeechJob
 from .live import LiveJob, LiveService, Turns
+from .speech import MAX_INPUT_CHARS
 from .voices import UnknownVoice, VoiceBook
+from .wyoming_events import EventError, read_event
+
+log = logging.getLogger("kazeia.serve")
 
 _ATTRIBUTION = Attribution(name="Kazeia", url="https://github.com/QwenLM/Qwen3-TTS")
 
@@ -49,6 +57,18 @@ class WyomingService:
                                          description=f"Kazeia speech ({model_name})", version="1",
                                          voices=voices_info, supports_synthesize_streaming=True)])
         self.default_voice = voices_info[0].name if voices_info else None
+        self.allowed = [ipaddress.ip_network(cidr, strict=False) for cidr in settings.wyoming_allow]
+
+    def admits(self, peer: str) -> bool:
+        """Whether a client at `peer` may connect: this machine, or a network the user listed (Wyoming
+        carries no key: who may connect is the only guard)."""
+        try:
+            ip = ipaddress.ip_address(peer.split("%")[0])
+        except ValueError:
+            return False
+        if ip.version == 6 and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        return ip.is_loopback or any(ip in network for network in self.allowed)
 
     def language(self, code: str | None) -> str | None:
         """A Wyoming language ("en", "en_US", "de-DE") as the model's name for it."""
@@ -72,7 +92,46 @@ class WyomingHandler(AsyncEventHandler):
         self._streaming = False               # between synthesize-start and -stop
         self._streamed: Turns | None = None   # that text's one turn (None: refused, the client was told)
 
+    async def run(self) -> None:
+        """The library's loop with the boundary's limits: peers checked on connect, every event read
+        by wyoming_events (sizes, nesting, a time limit), every write bounded in time."""
+        settings = self.service.settings
+        peer = self.writer.get_extra_info("peername")
+        try:
+            if not self.service.admits(peer[0] if peer else ""):
+                log.warning("wyoming: refused a client at %s (not in --wyoming-allow)", peer and peer[0])
+                return
+            while True:
+                try:
+                    event = await read_event(self.reader, settings.max_message_bytes, settings.read_timeout_s)
+                except EventError as e:
+                    with contextlib.suppress(Exception):
+                        await self.write_event(Error(text=str(e), code="invalid_event").event())
+                    return
+                if event is None or not await self.handle_event(event):
+                    return
+        except (ConnectionError, asyncio.TimeoutError):
+            pass   # (the client went away, or read nothing for the send limit)
+        finally:
+            await self.disconnect()
+            self.writer.transport.abort()   # (not close: a client that reads nothing would keep it open)
+
+    async def write_event(self, event: Event) -> None:
+        """A write the client must read within the send limit (else ConnectionError: it is gone)."""
+        try:
+            await asyncio.wait_for(super().write_event(event), self.service.settings.send_timeout_s)
+        except asyncio.TimeoutError:
+            raise ConnectionError("the Wyoming client read nothing within the send limit") from None
+
     async def handle_event(self, event: Event) -> bool:
+        try:
+            return await self._handle(event)
+        except (KeyError, TypeError, AttributeError, ValueError) as e:   # (a field missing or of the wrong type)
+            await self.write_event(Error(text=f"{event.type}: a field is missing or of the wrong type "
+                                              f"({type(e).__name__}: {e})"[:300], code="invalid_event").event())
+            return True
+
+    async def _handle(self, event: Event) -> bool:
         if Describe.is_type(event.type):
             await self.write_event(self.service.info.event())
         elif SynthesizeStart.is_type(event.type):
@@ -80,7 +139,10 @@ class WyomingHandler(AsyncEventHandler):
             self._streaming = True
             self._streamed = await self._open_stream(Synthesize(text="", voice=SynthesizeStart.from_event(event).voice))
         elif SynthesizeChunk.is_type(event.type) and self._streamed is not None:
-            await self._streamed.write(SynthesizeChunk.from_event(event).text)
+            text = SynthesizeChunk.from_event(event).text
+            if not isinstance(text, str):
+                raise TypeError("synthesize-chunk's text must be text")
+            await self._streamed.write(text)
         elif SynthesizeStop.is_type(event.type) and self._streaming:
             await self._end_stream()
             self._streaming = False
@@ -120,6 +182,12 @@ class WyomingHandler(AsyncEventHandler):
 
     async def _speak(self, text: str, request: Synthesize) -> None:
         service = self.service
+        if not isinstance(text, str):
+            raise TypeError("synthesize's text must be text")
+        if len(text) > MAX_INPUT_CHARS:
+            await self.write_event(Error(text=f"text: at most {MAX_INPUT_CHARS} characters (streamed text may be "
+                                              "longer: synthesize-start, -chunk, -stop)", code="text_too_long").event())
+            return
         try:
             voice = service.voices.resolve(self._voice_name(request))
         except UnknownVoice as e:
@@ -136,11 +204,19 @@ class WyomingHandler(AsyncEventHandler):
             await anyio.to_thread.run_sync(job.start)
             audio = await anyio.to_thread.run_sync(job.next_audio)
             await self.write_event(AudioStart(rate=service.rate, width=2, channels=1).event())
+            limit = service.settings.request_timeout_s
             while audio is not None:
                 await self.write_event(AudioChunk(rate=service.rate, width=2, channels=1, audio=pcm16(audio)).event())
+                if time.perf_counter() - job.started > limit:
+                    job.cancel()
+                    outcome = "timeout"
+                    await self.write_event(Error(text=f"the request ran over its time limit ({limit:g} s)",
+                                                 code="timeout").event())
+                    break
                 audio = await anyio.to_thread.run_sync(job.next_audio)
             await self.write_event(AudioStop().event())
-            outcome = "ok"
+            if outcome != "timeout":
+                outcome = "ok"
         except (ValueError, MarkupError) as e:
             outcome = "invalid"
             await self.write_event(Error(text=str(e), code="invalid_request").event())
