@@ -4,9 +4,7 @@ reusable voice profile file (.kzvoice)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import zipfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,8 +16,8 @@ from .atomic import atomic_path
 from .model_file import ModelFile
 from .prompt import Voice
 from .threads import default_threads
+from .voice_profile import PROFILE_VERSION, read_profile, write_profile  # noqa: F401  (read and written there)
 
-PROFILE_VERSION = 1
 SAMPLE_RATE = 24000
 MIN_SECONDS, MAX_SECONDS = 1.0, 60.0
 
@@ -169,43 +167,19 @@ def save_voice(voice: Voice, path: str | os.PathLike, model: ModelFile, about: d
     return write_profile(path, meta, arrays)
 
 
-def write_profile(path: str | os.PathLike, meta: dict, arrays: dict) -> Path:
-    """A profile file from its meta and arrays, atomically (the library rewrites profiles this way)."""
-    path = Path(path)
-    arrays = {**arrays, "meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode(), np.uint8)}
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:   # (a file object: savez adds no suffix)
-        np.savez(f, **arrays)
-    return path
-
-
-def read_profile(path: str | os.PathLike) -> tuple[dict, dict]:
-    """A profile file's meta and arrays, unchecked against any model (ValueError: not a profile)."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(bytes(data["meta"]).decode())
-            arrays = {k: data[k] for k in data.files if k != "meta"}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
-        raise ValueError(f"{path}: not a Kazeia voice profile ({e})") from None
-    if not isinstance(meta, dict) or meta.get("format") != "kazeia-voice" or "x_vector" not in arrays:
-        raise ValueError(f"{path}: not a Kazeia voice profile")
-    return meta, arrays
-
-
 def voice_profile_info(path: str | os.PathLike) -> dict:
     """What a profile is without loading it for a model: kind (x-vector, or in-context with the
     reference's codes and transcript), the model it was made for, the transcript."""
     meta, arrays = read_profile(path)
-    made_for = meta.get("model", {})
+    made_for = meta["model"]
     return {"kind": "in-context" if "ref_codes" in arrays else "x-vector", "model": made_for.get("name", "?"),
             "size": made_for.get("size", "?"), "transcript": meta.get("ref_text") or "",
             "about": meta.get("about") or {}}
 
 
 def load_voice(path: str | os.PathLike, model: ModelFile) -> Voice:
-    meta, arrays = read_profile(path)
+    meta, arrays = read_profile(path)   # (checked whole: version, fields, shapes)
     x, codes = arrays["x_vector"], arrays.get("ref_codes")
-    if meta.get("version") != PROFILE_VERSION:
-        raise ValueError(f"{path}: voice profile version {meta.get('version')}, this build reads {PROFILE_VERSION}")
     made_for, here = meta["model"], model_identity(model)
     if made_for["variant"] != "base" or made_for["hidden_size"] != here["hidden_size"] or made_for["size"] != here["size"]:
         raise ValueError(f"{path}: made for {made_for['name']} ({made_for['size']}), not {here['name']} ({here['size']})")

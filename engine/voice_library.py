@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import time
@@ -22,14 +23,18 @@ import numpy as np
 
 from .atomic import atomic_path, atomic_write_text
 from .prompt import Voice
+from .untrusted import InputError, bounded, loads, name_bytes, read_bytes, remove_tree_inside
 from .user_dirs import data_dir
-from .voice import read_profile, voice_digest, write_profile
+from .voice import voice_digest
+from .voice_profile import SAMPLE_RATES, read_profile, write_profile
 
 INDEX = "index.json"
 INDEX_VERSION = 1
 SOURCES = ("recording", "designed", "custom voice", "take", "imported")
 PREVIEW_TEXT = "This is how I sound."
 SUFFIX = ".kzvoice"
+MAX_NAME_BYTES = 200             # a profile's name in UTF-8: with " 99" and ".kzvoice", a file name fits
+MAX_INDEX_BYTES = 64 * 2**20
 
 
 def clean_tags(tags) -> list[str]:
@@ -37,9 +42,10 @@ def clean_tags(tags) -> list[str]:
     return sorted({str(t).strip() for t in tags or () if str(t).strip()}, key=str.casefold)
 
 
-def clean_name(name: str) -> str:
-    """A profile name that is also a file name (letters, digits, spaces, - and _)."""
-    return re.sub(r"[^\w\- ]+", "_", name).strip()
+def clean_name(name) -> str:
+    """A profile name that is also a file name (letters, digits, spaces, - and _; no separator, no
+    dot: never `..` nor a hidden file), at most MAX_NAME_BYTES of UTF-8."""
+    return name_bytes(re.sub(r"[^\w\- ]+", "_", str(name)).strip(), MAX_NAME_BYTES).strip()
 
 
 @dataclass
@@ -66,13 +72,36 @@ class VoiceEntry:
 
 
 def _entry(name: str, meta: dict, arrays: dict) -> VoiceEntry:
-    about, made_for = meta.get("about") or {}, meta.get("model") or {}
-    tags = about.get("tags") or []
-    return VoiceEntry(name, "in-context" if "ref_codes" in arrays else "x-vector", str(made_for.get("name", "")),
-                      str(made_for.get("size", "")), str(about.get("source") or "recording"),
-                      str(about.get("language") or ""), str(about.get("notes") or ""),
-                      [str(t) for t in tags] if isinstance(tags, list) else [], meta.get("ref_text") or "",
-                      float(about.get("created") or 0.0), about.get("origin") or {})
+    """(meta checked whole by read_profile: every field here has its type)"""
+    about, made_for = meta.get("about") or {}, meta["model"]
+    return VoiceEntry(name, "in-context" if "ref_codes" in arrays else "x-vector", made_for["name"],
+                      made_for["size"], about.get("source") or "recording", about.get("language") or "",
+                      about.get("notes") or "", list(about.get("tags") or []), meta.get("ref_text") or "",
+                      float(about.get("created") or 0.0), dict(about.get("origin") or {}))
+
+
+def _problem(path: Path, error: ValueError) -> str:
+    """Why a file is unreadable, without its path (the library lists it by name)."""
+    text = str(error)
+    return text[len(str(path)) + 2:] if text.startswith(f"{path}: ") else text
+
+
+_ENTRY_TYPES = {"name": str, "kind": str, "model": str, "size": str, "source": str, "language": str, "notes": str,
+                "tags": list, "transcript": str, "created": (int, float), "origin": dict, "problem": str}
+
+
+def _cached_entry(name: str, item) -> VoiceEntry | None:
+    """An entry of the index (a cache, and a file anyone may have changed) when every field has its
+    type; None: read the profile again."""
+    entry = item.get("entry") if isinstance(item, dict) else None
+    if not isinstance(entry, dict) or set(entry) != set(_ENTRY_TYPES):
+        return None
+    for key, kind in _ENTRY_TYPES.items():
+        if not isinstance(entry[key], kind) or isinstance(entry[key], bool):
+            return None
+    if not all(isinstance(t, str) for t in entry["tags"]) or not math.isfinite(entry["created"]):
+        return None
+    return VoiceEntry(**{**entry, "name": name})
 
 
 class VoiceLibrary:
@@ -86,7 +115,9 @@ class VoiceLibrary:
         return self.folder / f"{name}{SUFFIX}"
 
     def names(self) -> list[str]:
-        return sorted((p.stem for p in self.folder.glob(f"*{SUFFIX}")), key=str.casefold)
+        """The profiles' names (a hidden file, such as a profile being written, is none)."""
+        return sorted((p.stem for p in self.folder.glob(f"*{SUFFIX}") if not p.name.startswith(".")),
+                      key=str.casefold)
 
     def entries(self) -> list[VoiceEntry]:
         """Every profile, by name; the index answers for files it has seen unchanged."""
@@ -100,25 +131,19 @@ class VoiceLibrary:
                 continue
             stamp = [st.st_mtime_ns, st.st_size]
             cached = index.get(path.name)
-            if cached and cached.get("stamp") == stamp and isinstance(cached.get("entry"), dict):
+            if isinstance(cached, dict) and cached.get("stamp") == stamp and _cached_entry(name, cached):
                 fresh[path.name] = cached
                 continue
             try:
                 meta, arrays = read_profile(path)
                 entry = asdict(_entry(name, meta, arrays))
-            except ValueError as e:
-                entry = asdict(VoiceEntry(name, kind="unreadable", problem=str(e).split(": ", 1)[-1]))
+            except ValueError as e:   # (read_profile raises nothing else: a bad file is listed as such)
+                entry = asdict(VoiceEntry(name, kind="unreadable", problem=_problem(path, e)))
             fresh[path.name] = {"stamp": stamp, "entry": entry}
             changed = True
         if changed or set(fresh) != set(index):
             self._write_index(fresh)
-        out = []
-        for key, item in fresh.items():
-            try:
-                out.append(VoiceEntry(**{**item["entry"], "name": Path(key).stem}))
-            except TypeError:   # (an index of another shape: read the profile itself)
-                return self._rebuilt()
-        return out
+        return [_cached_entry(Path(key).stem, item) for key, item in fresh.items()]
 
     def entry(self, name: str) -> VoiceEntry:
         found = next((e for e in self.entries() if e.name == name), None)
@@ -145,11 +170,11 @@ class VoiceLibrary:
     # ---- the index (a cache) -------------------------------------------------------------------
     def _read_index(self) -> dict:
         try:
-            data = json.loads((self.folder / INDEX).read_text(encoding="utf-8"))
+            data = loads(read_bytes(self.folder / INDEX, MAX_INDEX_BYTES), INDEX, MAX_INDEX_BYTES)
             if isinstance(data, dict) and data.get("version") == INDEX_VERSION and isinstance(data.get("files"), dict):
                 return {k: v for k, v in data["files"].items() if isinstance(v, dict)}
         except (OSError, ValueError):
-            pass   # (missing or damaged: rebuilt from the profiles)
+            pass   # (missing, damaged or too large: rebuilt from the profiles)
         return {}
 
     def _write_index(self, files: dict) -> None:
@@ -158,10 +183,6 @@ class VoiceLibrary:
                                                               ensure_ascii=False, indent=0))
         except OSError:
             pass   # (a read-only or full disk: the library still reads the profiles)
-
-    def _rebuilt(self) -> list[VoiceEntry]:
-        (self.folder / INDEX).unlink(missing_ok=True)
-        return self.entries()
 
     # ---- writing -------------------------------------------------------------------------------
     def free_name(self, name: str) -> str:
@@ -200,10 +221,10 @@ class VoiceLibrary:
         new = clean_name(new)
         if not new:
             raise ValueError("a voice needs a name (letters, digits, spaces, - or _)")
-        old = self.find(name)
+        old = self._own(self.find(name))
         if new.casefold() != old.stem.casefold() and new.casefold() in {n.casefold() for n in self.names()}:
             raise ValueError(f"cannot rename {old.stem!r} to {new!r}: that name is taken")
-        target = self.path(new)
+        target = self._own(self.path(new))
         if new.casefold() == old.stem.casefold():
             old.rename(target)   # (only the case changes)
         else:
@@ -212,9 +233,9 @@ class VoiceLibrary:
         return new
 
     def delete(self, name: str) -> None:
-        """The profile and its cached previews (unless another profile holds the same voice)."""
-        import shutil
-        path = self.find(name)
+        """The profile and its cached previews (unless another profile holds the same voice): both
+        only inside the library's folder."""
+        path = self._own(self.find(name))
 
         def digest(n: str) -> str | None:
             try:
@@ -225,15 +246,24 @@ class VoiceLibrary:
         shared = any(digest(n) == mine for n in self.names() if n != path.stem)
         path.unlink(missing_ok=True)
         if mine and not shared:
-            shutil.rmtree(self.folder / ".previews" / mine, ignore_errors=True)
+            previews = self.folder / ".previews"
+            remove_tree_inside(previews, previews / mine)
+
+    def _own(self, path: Path) -> Path:
+        """`path` when it names a file right in the library's folder (the name checked, the file not
+        followed: deleting or renaming a link touches the link)."""
+        if path.parent != self.folder or path.name in ("", ".", "..") or os.sep in path.name:
+            raise InputError(f"{path}: not a file of the voice library {self.folder}; refused")
+        return path
 
     # ---- previews ------------------------------------------------------------------------------
     def _voice_digest(self, name: str) -> str:
         """The voice itself (engine/voice.py's voice_digest, and the model size it was made for): notes,
-        tags and renames leave it alone."""
+        tags and renames leave it alone. Hex computed here: a folder name nothing in the file names."""
         meta, arrays = read_profile(self.find(name))
         voice = Voice(arrays["x_vector"], arrays.get("ref_codes"), meta.get("ref_text"))
-        return f"{voice_digest(voice)}-{meta.get('model', {}).get('size', '')}"
+        key = json.dumps([voice_digest(voice), meta["model"]["size"]])
+        return hashlib.sha256(key.encode()).hexdigest()[:24]
 
     def _preview_path(self, name: str, model_info=None, language: str = "auto") -> Path:
         """Keyed by everything that decides the preview's audio: the voice, the model file and the
@@ -283,16 +313,19 @@ class VoiceLibrary:
     def import_file(self, path: str | os.PathLike, name: str | None = None) -> str:
         """A .kzvoice file (exported, or from `kazeia voice create`) into the library under a free name;
         its preview, if it carries one, is kept apart (the profile in the library holds none)."""
-        meta, arrays = read_profile(path)
+        meta, arrays = read_profile(path)   # (checked whole: a bad file is refused before anything is written)
         about = meta.get("about") or {}
-        name = self.free_name(name or about.get("name") or Path(path).stem)
+        # (the first of these that leaves a name once cleaned: "  " or "..." leave none)
+        name = self.free_name(next((n for n in (name, about.get("name"), Path(path).stem) if n and clean_name(n)),
+                                   "voice"))
         preview = arrays.pop("preview", None)
         info = meta.pop("preview", None)
         meta["about"] = {**{k: v for k, v in about.items() if k != "name"},
                          "source": about.get("source") or "imported", "imported": time.time()}
-        write_profile(self.path(name), meta, arrays)
+        write_profile(self._own(self.path(name)), meta, arrays)
         if preview is not None and info:
-            self.keep_preview(name, preview, int(info.get("sample_rate", 24000)))
+            rate = bounded(f"{path}: meta.preview.sample_rate", info["sample_rate"], *SAMPLE_RATES, integer=True)
+            self.keep_preview(name, preview, rate)
         return name
 
 
