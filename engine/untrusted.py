@@ -59,9 +59,11 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
-def loads(data: str | bytes | bytearray, what: str, max_bytes: int, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def loads(data: str | bytes | bytearray, what: str, max_bytes: int, max_depth: int = MAX_JSON_DEPTH,
+          nan: bool = False) -> Any:
     """JSON from outside: at most `max_bytes` (UTF-8), `max_depth` levels, integers of at most
-    MAX_INT_DIGITS digits, no NaN or Infinity. InputError names `what` and the fault."""
+    MAX_INT_DIGITS digits, no NaN or Infinity (unless `nan`: Kazeia's own files that Python's json
+    wrote with them, such as a take's SNR of identical audio). InputError names `what` and the fault."""
     if len(data) > max_bytes:
         raise InputError(f"{what}: {len(data)} bytes, over the limit of {max_bytes}")
     if isinstance(data, (bytes, bytearray)):
@@ -72,7 +74,7 @@ def loads(data: str | bytes | bytearray, what: str, max_bytes: int, max_depth: i
     if json_depth(data) > max_depth:
         raise InputError(f"{what}: nested deeper than {max_depth} levels")
     try:
-        return json.loads(data, parse_constant=_no_constant, parse_int=_bounded_int)
+        return json.loads(data, parse_constant=None if nan else _no_constant, parse_int=_bounded_int)
     except (ValueError, RecursionError) as e:   # (JSONDecodeError is a ValueError)
         raise InputError(f"{what}: not valid JSON ({e})") from None
 
