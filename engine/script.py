@@ -55,9 +55,9 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
     from .text.limits import MAX_TEXT_FILE_BYTES
     from .untrusted import InputError, loads, read_text
     try:
-        text = read_text(path, MAX_TEXT_FILE_BYTES, "")   # (its size checked before it is read)
+        text = read_text(path, MAX_TEXT_FILE_BYTES)   # (its size checked before it is read)
     except InputError as e:
-        raise ScriptError(path, [(0, "", str(e).removeprefix(": "))]) from None
+        raise ScriptError(path, [(0, "", str(e).removeprefix(f"{path}: "))]) from None
     except OSError as e:
         raise ScriptError(path, [(0, "", f"cannot read it ({e.strerror})")]) from None
     if kind == ".txt":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,9 +101,9 @@ def read_book(path: str | Path, notes: str = "skip", skip_kinds=SKIPPED_KINDS, f
         from ..text.limits import MAX_TEXT_FILE_BYTES
         from ..untrusted import InputError, read_text
         try:
-            text = read_text(path, MAX_TEXT_FILE_BYTES, "")
+            text = read_text(path, MAX_TEXT_FILE_BYTES)
         except InputError as e:
-            raise BookError(path, [("", str(e).removeprefix(": "))]) from None
+            raise BookError(path, [("", str(e).removeprefix(f"{path}: "))]) from None
         except OSError as e:
             raise BookError(path, [("", f"cannot read it ({e.strerror})")]) from None
         if suffix in MARKDOWN_SUFFIXES:
@@ -259,13 +260,19 @@ def _epub_problems(path: Path) -> list[tuple[str, str]]:
             too_large = _oversized_members(infos)
             if too_large:
                 return too_large
+            damaged = _damaged_members(z, infos)
+            if damaged:
+                return damaged
             names = {info.filename for info in infos}
             if "META-INF/container.xml" not in names:
                 return [("", "not an EPUB (no META-INF/container.xml)")]
             if "META-INF/rights.xml" in names:
                 return [("", "DRM-protected (META-INF/rights.xml): Kazeia reads only books without DRM")]
             if "META-INF/encryption.xml" in names:
-                root = parse_xml(z.read("META-INF/encryption.xml"), "META-INF/encryption.xml")
+                try:
+                    root = parse_xml(z.read("META-INF/encryption.xml"))
+                except ValueError as e:
+                    return [("META-INF/encryption.xml", str(e))]
                 methods = [m.get("Algorithm", "") for m in root.iter("{*}EncryptionMethod")]
                 if any(m not in _FONT_OBFUSCATION for m in methods):
                     return [("", "DRM-protected (encrypted content in META-INF/encryption.xml): "
@@ -293,17 +300,33 @@ def _oversized_members(infos: list[zipfile.ZipInfo]) -> list[tuple[str, str]]:
     return problems
 
 
-def parse_xml(data: bytes, what: str):
-    """An XML part of a book, parsed without entities (a billion-laughs part expands nothing), without
-    the network, within lxml's default size limits; ValueError naming the part when it is damaged."""
+def _damaged_members(z: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> list[tuple[str, str]]:
+    """Every part inflated once, a MiB at a time, and checked against its CRC: a part that inflates
+    past the size the directory records (zipfile would inflate up to 2 GiB in one step before cutting
+    it there) or is damaged is found here, in bounded memory, before ebooklib reads it whole."""
+    problems = []
+    for info in infos:
+        try:
+            with z.open(info) as part:
+                while part.read(1 << 20):
+                    pass
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
+            problems.append((info.filename, f"damaged ({e})"))
+    return problems
+
+
+def parse_xml(data: bytes):
+    """An XML part of a book, parsed without entities (a billion-laughs part expands nothing; libxml2
+    also refuses its amplification), without the network, within lxml's default size limits
+    (huge_tree off); ValueError saying what is damaged."""
     from lxml import etree
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False)
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as e:
-        raise ValueError(f"{what}: damaged XML ({e})") from None
+        raise ValueError(f"damaged XML ({e})") from None
     if root is None:
-        raise ValueError(f"{what}: empty XML")
+        raise ValueError("empty XML")
     return root
 
 

@@ -103,6 +103,7 @@ def run(args) -> int:
     from ..synthesis import Engine
     from ..text.compose import Pauses
     from ..text.sentences import Budget
+    from ..untrusted import InputError
     try:
         book = read_book(args.book, notes=args.notes, front_matter=args.front_matter)
     except BookError as e:
@@ -171,6 +172,9 @@ def run(args) -> int:
     except KeyboardInterrupt:   # (the chunks on disk stay: the same command resumes)
         print("kazeia book: interrupted: run the same command again to resume", file=sys.stderr)
         return 130
+    except InputError as e:   # (a work folder that is a symlink: refused before any chunk is made)
+        print(f"kazeia book: error: {e}", file=sys.stderr)
+        return 2
     except (ValueError, RuntimeError) as e:   # (no Ray, a node without the model, a chunk failed there)
         print(f"kazeia book: {e}", file=sys.stderr)
         return 1

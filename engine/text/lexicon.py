@@ -300,9 +300,9 @@ def _check_duplicates(rules: tuple[Rule, ...]) -> None:
 def _read(name: str) -> str:
     from ..untrusted import InputError, read_bytes
     try:
-        data = read_bytes(name, MAX_LEXICON_FILE_BYTES, "")   # (its size checked before it is read)
+        data = read_bytes(name, MAX_LEXICON_FILE_BYTES)   # (its size checked before it is read)
     except InputError as e:
-        raise LexiconError(name, str(e).removeprefix(": ")) from None
+        raise LexiconError(name, str(e).removeprefix(f"{name}: ")) from None
     except OSError as e:
         raise LexiconError(name, f"cannot read: {e.strerror or e}") from None
     try:
