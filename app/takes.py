@@ -1,5 +1,7 @@
 """Takes: every generation kept with its text, voice, parameters, seed, model, placement and
-timings; saved in the user's data folder (index + one WAV per take, written atomically)."""
+timings; saved in the user's data folder (index + one WAV per take, written atomically). The index is
+read as outside input (engine/take_record.py): a take whose record is damaged is recovered from its
+audio, and the index as it was is kept aside, so no take is lost to a bad file."""
 from __future__ import annotations
 
 import json
@@ -13,6 +15,8 @@ import soundfile
 
 from kazeia.engine.atomic import atomic_path
 from kazeia.engine.placement import STAGES
+from kazeia.engine.take_record import TAKE_ID, check_record, read_index
+from kazeia.engine.untrusted import InputError
 from kazeia.engine.user_dirs import data_dir
 
 from .take_request import TakeRequest
@@ -109,6 +113,7 @@ class TakeStore:
         self.folder = Path(folder or data_dir()) / "takes"
         self.folder.mkdir(parents=True, exist_ok=True)
         self.takes: list[Take] = []
+        self.problems: list[str] = []   # what was damaged on loading, and what was done about it
         self._load()
 
     def _index(self) -> Path:
@@ -116,32 +121,52 @@ class TakeStore:
 
     def _load(self) -> None:
         index = self._index()
-        try:
-            entries = json.loads(index.read_text())
-        except FileNotFoundError:
-            entries = []
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            # never lose takes to a damaged index: keep it aside and recover the audio files
-            index.rename(index.with_name(f"index.damaged-{int(time.time())}.json"))
-            entries = []
+        entries, damaged = [], []
+        if index.exists() or index.is_symlink():
+            try:
+                entries = read_index(index)
+            except InputError as e:
+                damaged.append(str(e))
         known = set()
-        for e in entries:
-            wav = self.folder / f"{e['id']}.wav"
-            if wav.exists():
-                self.takes.append(Take.from_json(e))
-                known.add(e["id"])
+        for i, e in enumerate(entries):
+            try:
+                take = Take.from_json(check_record(e, f"{index}: takes[{i}]"))
+            except InputError as error:   # (its audio, if any, is recovered below)
+                damaged.append(str(error))
+                continue
+            if self._wav(take.id).exists() and take.id not in known:
+                self.takes.append(take)
+                known.add(take.id)
         for wav in sorted(self.folder.glob("*.wav")):
-            if wav.stem not in known and not wav.name.startswith("."):
+            if wav.stem in known or wav.name.startswith(".") or not TAKE_ID.fullmatch(wav.stem):
+                continue   # (a file of another name is not ours to list)
+            try:
                 info = soundfile.info(wav)
-                self.takes.append(Take(id=wav.stem, created=wav.stat().st_mtime, text="(recovered take)", model="",
-                                       request={}, sampling={}, placement={}, threads=0, timings={},
-                                       stop_reason="", sample_rate=info.samplerate, name=f"recovered {wav.stem}"))
-        if len(self.takes) != len(entries):
+            except (RuntimeError, soundfile.LibsndfileError) as e:
+                self.problems.append(f"{wav}: not readable audio ({e}); left as it is")
+                continue
+            self.takes.append(Take(id=wav.stem, created=wav.stat().st_mtime, text="(recovered take)", model="",
+                                   request={}, sampling={}, placement={}, threads=0, timings={},
+                                   stop_reason="", sample_rate=info.samplerate, name=f"recovered {wav.stem}"))
+        if damaged:
+            # never lose takes to a damaged index: keep it aside as it was, the takes it lost recovered
+            aside = index.with_name(f"index.damaged-{int(time.time())}.json")
+            index.rename(aside)
+            self.problems += damaged[:5] + [f"... and {len(damaged) - 5} more"] * (len(damaged) > 5)
+            self.problems.append(f"the take index was damaged: kept as {aside.name}, its takes' audio recovered")
+        if damaged or len(self.takes) != len(entries):
             self._save_index()
+
+    def _wav(self, take_id: str) -> Path:
+        """A take's audio file: right in the takes folder (the id is checked to be a plain stem)."""
+        path = self.folder / f"{take_id}.wav"
+        if not TAKE_ID.fullmatch(take_id) or path.parent != self.folder:
+            raise InputError(f"{take_id!r}: not a take id; refused")
+        return path
 
     def audio(self, take: Take) -> np.ndarray:
         if take.audio is None:
-            take.audio, _ = soundfile.read(self.folder / f"{take.id}.wav", dtype="float32")
+            take.audio, _ = soundfile.read(self._wav(take.id), dtype="float32")
         return take.audio
 
     def add(self, take: Take) -> Take:
@@ -149,7 +174,7 @@ class TakeStore:
         listed with its audio in memory for this session: it can still be played and exported."""
         assert take.audio is not None
         self.takes.append(take)
-        _atomic_write(self.folder / f"{take.id}.wav",
+        _atomic_write(self._wav(take.id),
                       lambda p: soundfile.write(p, take.audio, take.sample_rate, format="WAV", subtype="FLOAT"))
         self._save_index()
         return take
@@ -163,9 +188,10 @@ class TakeStore:
         self._save_index()
 
     def delete(self, take: Take) -> None:
+        wav = self._wav(take.id)   # (refused before anything changes)
         self.takes.remove(take)
         self._save_index()
-        (self.folder / f"{take.id}.wav").unlink(missing_ok=True)
+        wav.unlink(missing_ok=True)
 
     def _save_index(self) -> None:
         text = json.dumps([t.to_json() for t in self.takes], indent=1)

@@ -8,7 +8,6 @@ silent edges trimmed, checked), so a kept voice equals the profile made from the
 a long take is cut at a chunk's end to at most KEEP_SECONDS (a reference of 3-20 s clones best)."""
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -83,6 +82,7 @@ def read_take(spec: str, takes_folder: str | os.PathLike | None = None) -> TakeR
     import soundfile
 
     from .audio_io import read_params
+    from .take_record import check_record, read_index, read_record
     from .user_dirs import data_dir
     path = Path(spec).expanduser()
     if path.is_file():
@@ -90,26 +90,27 @@ def read_take(spec: str, takes_folder: str | os.PathLike | None = None) -> TakeR
             audio, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
         except (RuntimeError, soundfile.LibsndfileError) as e:
             raise ValueError(f"{path}: cannot read audio ({e})") from None
-        record = None
+        # the record beside it, else the one embedded: each checked (a damaged one is refused, named)
         sidecar = path.with_suffix(path.suffix + ".json")
         if sidecar.is_file():
-            try:
-                record = json.loads(sidecar.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                record = None
-        record = record or read_params(path) or {}
-        return reference_from_take(audio.mean(axis=1), rate, record if isinstance(record, dict) else {}, str(path))
+            record = read_record(sidecar)
+        else:
+            record = read_params(path) or {}
+            check_record(record, f"{path}: the parameters it carries", partial=True)
+        return reference_from_take(audio.mean(axis=1), rate, record, str(path))
     folder = Path(takes_folder) if takes_folder is not None else data_dir() / "takes"
-    try:
-        records = json.loads((folder / "index.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        records = []
-    match = [r for r in records if isinstance(r, dict) and spec in (r.get("id"), r.get("name"))]
+    index = folder / "index.json"
+    records = read_index(index) if index.is_file() else []
+    match = [(i, r) for i, r in enumerate(records) if isinstance(r, dict) and spec in (r.get("id"), r.get("name"))]
     if not match:
         raise ValueError(f"--from-take {spec}: no such audio file, and no workbench take with that id or name "
                          f"in {folder}")
-    record = match[-1]
-    audio, rate = soundfile.read(str(folder / f"{record['id']}.wav"), dtype="float32")
+    i, record = match[-1]
+    check_record(record, f"{index}: takes[{i}]")   # (its id names the audio file: a plain stem, checked)
+    try:
+        audio, rate = soundfile.read(str(folder / f"{record['id']}.wav"), dtype="float32")
+    except (RuntimeError, soundfile.LibsndfileError) as e:
+        raise ValueError(f"--from-take {spec}: cannot read its audio ({e})") from None
     return reference_from_take(audio, rate, record, f"take {spec}")
 
 
