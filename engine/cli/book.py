@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .options import DefaultsHelpFormatter, THREADS_HELP, add_ray_arguments, thread_count
+from .options import DefaultsHelpFormatter, PAUSE_OPTIONS, THREADS_HELP, add_ray_arguments, as_options, thread_count
 
 
 def chapter_numbers(text: str) -> list[int]:
@@ -126,7 +126,7 @@ def run(args) -> int:
                           pauses=Pauses(args.pause_sentence, args.pause_paragraph),
                           chapter_pause_ms=args.pause_title, budget=Budget(args.max_chars, args.max_tokens),
                           chapters=args.chapters)
-    options.validate()   # every number, before the model loads
+    as_options(options.validate, PAUSE_OPTIONS)   # every number, before the model loads
     lexicon = None
     if args.lexicon:
         from ..text.lexicon import load_lexicons

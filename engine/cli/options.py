@@ -8,6 +8,10 @@ import argparse
 
 OVERLAP_HELP = ("decode beside generation on part of the cores (the same audio; default: $KAZEIA_OVERLAP, "
                 "else off; docs/performance.md)")
+# the fields of the text's plan that `say` and `book` set from their options, by option
+PAUSE_OPTIONS = {"sentence_ms": "--pause-sentence", "paragraph_ms": "--pause-paragraph", "max_chars": "--max-chars",
+                 "max_tokens": "--max-tokens", "chapter_pause_ms": "--pause-title", "max_frames": "--max-frames",
+                 "seed": "--seed", "batch": "--batch"}
 THREADS_HELP = "compute threads (default: every core; fewer while other processes hold some)"
 
 
@@ -20,6 +24,18 @@ def read_text_file(path: str, option: str = "--text-file") -> str:
         return read_text(path, MAX_TEXT_FILE_BYTES, f"{option} {path}")
     except OSError as e:
         raise ValueError(f"{option} {path}: cannot read it ({e.strerror})") from None
+
+
+def as_options(check, names: dict[str, str]) -> None:
+    """`check()` (a validate), its ValueError saying the option where it names a field ("sentence_ms
+    must be ..." said as "--pause-sentence must be ...")."""
+    try:
+        check()
+    except ValueError as e:
+        field, _, why = str(e).partition(" ")
+        if field in names:
+            raise ValueError(f"{names[field]} {why}") from None
+        raise
 
 
 def check_sampling(seed: int, **given) -> None:

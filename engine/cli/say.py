@@ -6,8 +6,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .options import (DefaultsHelpFormatter, OVERLAP_HELP, THREADS_HELP, check_output_path, check_sampling,
-                      options_from, read_text_file, thread_count)
+from .options import (DefaultsHelpFormatter, OVERLAP_HELP, PAUSE_OPTIONS, THREADS_HELP, as_options, check_output_path,
+                      check_sampling, options_from, read_text_file, thread_count)
 
 MAX_BATCH = 256   # chunks synthesized together (a batch holds a decoder state per chunk)
 
@@ -164,8 +164,8 @@ def _check_numbers(o: SayOptions) -> None:
     from ..text.compose import Pauses
     from ..text.sentences import Budget
     check_sampling(o.seed, temperature=o.temperature, top_k=o.top_k, top_p=o.top_p, max_frames=o.max_frames)
-    Pauses(o.pause_sentence, o.pause_paragraph).validate()
-    Budget(o.max_chars, o.max_tokens).validate()
+    as_options(Pauses(o.pause_sentence, o.pause_paragraph).validate, PAUSE_OPTIONS)
+    as_options(Budget(o.max_chars, o.max_tokens).validate, PAUSE_OPTIONS)
     if not 1 <= o.batch <= MAX_BATCH:
         raise ValueError(f"--batch must be from 1 to {MAX_BATCH}, got {o.batch}")
 
