@@ -14,14 +14,20 @@ import io
 import json
 import math
 import random
+import re
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .untrusted import InputError, bounded, loads, read_bytes, text_field
+
 KINDS = ("abx", "preference")
 ALPHA = 0.05
 DEFAULT_TRIALS = 16
+MAX_TRIALS = 200
+TEST_ID = re.compile(r"[0-9a-f]{1,32}")   # uuid4().hex[:12]: it names the saved file
+MAX_RESULT_BYTES = 2**20
 
 
 def binomial_tail(k: int, n: int) -> float:
@@ -74,8 +80,8 @@ class BlindTest:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown test {self.kind!r}; choose abx or preference")
-        if not 1 <= self.trials <= 200:
-            raise ValueError(f"trials must be from 1 to 200, got {self.trials}")
+        if isinstance(self.trials, bool) or not isinstance(self.trials, int) or not 1 <= self.trials <= MAX_TRIALS:
+            raise ValueError(f"trials must be from 1 to {MAX_TRIALS}, got {self.trials!r}")
 
     @property
     def order(self) -> list[str]:
@@ -159,9 +165,36 @@ class BlindTest:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "BlindTest":
-        fields = {k: d[k] for k in ("kind", "a", "b", "trials", "seed", "answers", "id", "started", "ended") if k in d}
-        return cls(**fields, gains_db=tuple(d.get("gains_db", (0.0, 0.0))))
+    def from_dict(cls, d, what: str = "blind test") -> "BlindTest":
+        """A saved test, every field checked (InputError names `what` and the field)."""
+        if not isinstance(d, dict):
+            raise InputError(f"{what}: an object is needed, not {type(d).__name__}")
+        if d.get("kind") not in KINDS:
+            raise InputError(f"{what}: kind: {str(d.get('kind'))[:40]!r}, not abx or preference")
+        for side in ("a", "b"):
+            sound = d.get(side)
+            if not isinstance(sound, dict):
+                raise InputError(f"{what}: {side}: an object is needed, not {type(sound).__name__}")
+            text_field(f"{what}: {side}.label", sound.get("label", ""), 10_000)
+            for key, value in sound.items():   # (shown and exported: plain values or a placement)
+                if isinstance(value, list) or (isinstance(value, dict) and not all(
+                        isinstance(v, str) for v in value.values())):
+                    raise InputError(f"{what}: {side}.{key}: not a plain value")
+        trials = bounded(f"{what}: trials", d.get("trials", DEFAULT_TRIALS), 1, MAX_TRIALS, integer=True)
+        seed = bounded(f"{what}: seed", d.get("seed"), 0, 2**64 - 1, integer=True)
+        answers = d.get("answers", [])
+        if not isinstance(answers, list) or len(answers) > trials or any(a not in ("A", "B") for a in answers):
+            raise InputError(f"{what}: answers: at most {trials} of \"A\" or \"B\" are needed")
+        test_id = d.get("id")
+        if not isinstance(test_id, str) or not TEST_ID.fullmatch(test_id):
+            raise InputError(f"{what}: id: {str(test_id)[:40]!r} is not a test's id")
+        gains = d.get("gains_db", [0.0, 0.0])
+        if not isinstance(gains, list) or len(gains) != 2:
+            raise InputError(f"{what}: gains_db: two numbers are needed")
+        gains = tuple(float(bounded(f"{what}: gains_db[{i}]", g, -120, 120)) for i, g in enumerate(gains))
+        started = bounded(f"{what}: started", d.get("started"), 0, 1e11)
+        ended = None if d.get("ended") is None else bounded(f"{what}: ended", d["ended"], 0, 1e11)
+        return cls(d["kind"], d["a"], d["b"], trials, seed, list(answers), gains, test_id, started, ended)
 
     def to_csv(self) -> str:
         out = io.StringIO()
@@ -186,18 +219,23 @@ class BlindTest:
     def save(self, folder: str | Path) -> Path:
         """Kept beside the takes (FOLDER/listening/ID.json), atomically."""
         from .atomic import atomic_write_text
+        if not isinstance(self.id, str) or not TEST_ID.fullmatch(self.id):
+            raise InputError(f"blind test id {str(self.id)[:40]!r}: not a test's id; refused")
         path = Path(folder) / "listening" / f"{self.id}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
         return path
 
 
-def saved_tests(folder: str | Path) -> list[BlindTest]:
-    """Every finished test kept in FOLDER/listening, oldest first (unreadable files are passed over)."""
+def saved_tests(folder: str | Path, problems: list[str] | None = None) -> list[BlindTest]:
+    """Every finished test kept in FOLDER/listening, oldest first; an unreadable file is passed over,
+    and why goes to `problems` (one line naming the file and the field)."""
     tests = []
     for path in sorted((Path(folder) / "listening").glob("*.json")):
         try:
-            tests.append(BlindTest.from_dict(json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, TypeError, KeyError):
-            continue
+            tests.append(BlindTest.from_dict(loads(read_bytes(path, MAX_RESULT_BYTES), str(path), MAX_RESULT_BYTES),
+                                             str(path)))
+        except ValueError as e:   # (InputError: the file's fault, named)
+            if problems is not None:
+                problems.append(str(e))
     return sorted(tests, key=lambda t: t.started)

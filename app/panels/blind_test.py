@@ -270,8 +270,11 @@ class BlindTestDialog(QDialog):
 
     def _fill_history(self) -> None:
         self.history.clear()
-        for t in reversed(saved_tests(self.folder)):
+        problems: list[str] = []
+        for t in reversed(saved_tests(self.folder, problems)):
             self.history.addItem(f"{t.verdict}   (A {t.a.get('label', '?')}, B {t.b.get('label', '?')})")
+        for why in problems:   # (a damaged result file is listed, never in the way of the others)
+            self.history.addItem(f"unreadable: {why}")
 
     def done(self, result: int) -> None:   # (closed in any way: nothing keeps playing)
         self.playback.stop()
