@@ -74,8 +74,11 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
                 continue
             try:   # (bounded: no nesting without end, no integer of thousands of digits)
                 value = loads(line, "JSON", MAX_TEXT_FILE_BYTES)
-            except InputError as e:
-                problems.append((number, "", f"not JSON that can be read: {str(e).removeprefix('JSON: ')}"))
+            except InputError as e:   # ("JSON: not valid JSON (Expecting value: line 1 ...)" -> "not JSON: Expecting value")
+                why = str(e).removeprefix("JSON: ")
+                if why.startswith("not valid JSON ("):
+                    why = why[len("not valid JSON ("):-1].split(":")[0]
+                problems.append((number, "", f"not JSON: {why}"))
                 continue
             if not isinstance(value, dict):
                 problems.append((number, "", "not a JSON object"))
