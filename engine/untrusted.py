@@ -79,6 +79,15 @@ def loads(data: str | bytes | bytearray, what: str, max_bytes: int, max_depth: i
         raise InputError(f"{what}: not valid JSON ({e})") from None
 
 
+def shown(value, max_chars: int = 40) -> str:
+    """A key or name read from outside as a message shows it: as it is when plain (letters, digits,
+    _ - .), else quoted and escaped (never a line break, never a terminal's control code); cut."""
+    text = value if isinstance(value, str) else repr(value)
+    if text and len(text) <= max_chars and all(c.isalnum() or c in "_-." for c in text) and text.isascii():
+        return text
+    return repr(text[:max_chars]) + ("..." if len(text) > max_chars else "")
+
+
 # ---- files ---------------------------------------------------------------------------------------
 def read_bytes(path: str | os.PathLike, max_bytes: int, what: str | None = None) -> bytes:
     """A regular file's bytes, refused before reading when over `max_bytes` (a device such as
