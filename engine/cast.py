@@ -15,8 +15,10 @@ import tomllib
 from pathlib import Path
 
 from .model_file import ModelFile
+from .untrusted import read_text
 from .text.compose import Cast
 
+MAX_CAST_BYTES = 1 << 20   # (a cast is a page of names)
 _KEYS = {"speaker", "instruct", "profile"}
 
 
@@ -29,13 +31,11 @@ def load_cast(path: str | Path, model: ModelFile) -> dict[str, Cast]:
     """The model's speakers, then the file's names (which take their place where both have one)."""
     path = Path(path)
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"cast {path}: no such file") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"cast {path}: not UTF-8 text") from None
+        table = tomllib.loads(read_text(path, MAX_CAST_BYTES, f"cast {path}"))
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"cast {path}: not valid TOML ({e})") from None
+    except RecursionError:   # (tomllib nests without bound: `a=[[[[...`)
+        raise ValueError(f"cast {path}: nested too deeply") from None
     except OSError as e:
         raise ValueError(f"cast {path}: cannot read it ({e.strerror})") from None
     cast = model_cast(model)

@@ -323,6 +323,8 @@ def _toml_rules(text: str, name: str) -> list[Rule]:
         if line is None and found:
             line = int(found.group(1))
         raise LexiconError(f"{name}:{line}" if line else name, f"TOML syntax error: {e}") from None
+    except RecursionError:   # (tomllib nests without bound: `a = [[[[...`)
+        raise LexiconError(name, "nested too deeply to be a lexicon") from None
     extra = sorted(set(data) - {"rule"})
     if extra:
         raise LexiconError(name, f"unknown top-level key(s) {', '.join(map(repr, extra))}; "

@@ -212,6 +212,20 @@ def test_scripts_and_lexicons_are_read_to_a_size(tmp_path):
         (2, True), (3, True)]
 
 
+def test_toml_files_nested_without_end_are_a_clear_error(tmp_path):
+    """(tomllib recurses once per bracket: a lexicon or a cast of `a = [[[[...` was a RecursionError)"""
+    from kazeia.engine.cast import MAX_CAST_BYTES, load_cast
+    from kazeia.engine.text.lexicon import LexiconError, load_lexicons
+    nested = tmp_path / "nested.toml"
+    nested.write_text("a = " + "[" * 50_000)
+    with pytest.raises(LexiconError, match="nested too deeply"):
+        load_lexicons([nested])
+    with pytest.raises(ValueError, match="cast .*nested.toml: nested too deeply"):
+        load_cast(nested, None)
+    with pytest.raises(ValueError, match="cast .*huge.toml: .*over the limit"):
+        load_cast(sparse(tmp_path / "huge.toml", MAX_CAST_BYTES + 1), None)
+
+
 # -- work folders and names ---------------------------------------------------------------------------
 def test_say_refuses_a_work_folder_that_is_a_symlink(tmp_path):
     outside = tmp_path / "outside"
