@@ -77,6 +77,18 @@ class Admission:
         return max(1, math.ceil(recent[len(recent) // 2])) if recent else 1
 
 
+class ClosingStreamingResponse(StreamingResponse):
+    """A StreamingResponse that closes its body's generator however the response ends: a send that
+    failed (the client read nothing for the send limit) leaves the generator waiting at a `yield`,
+    where only a close runs its clean-up (the job cancelled, the slot freed)."""
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.body_iterator.aclose()
+
+
 def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, lexicon=None,
                observer: Callable[[dict], None] | None = None) -> FastAPI:
     """`observer`: called (on the server's thread) with each finished request's log record (the
@@ -230,8 +242,8 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
         if req.speed != 1.0 or req.response_format not in STREAMED:
             return await whole_response(job, rid, first, req, headers)
         media = "text/event-stream" if sse else MEDIA_TYPES[req.response_format]
-        return StreamingResponse(stream_body(job, rid, first, req.response_format, sse), media_type=media,
-                                 headers=headers)
+        return ClosingStreamingResponse(stream_body(job, rid, first, req.response_format, sse), media_type=media,
+                                        headers=headers)
 
     def delta(data: bytes) -> bytes:
         event = {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}
@@ -264,7 +276,7 @@ def create_app(engine: "Engine", voices: VoiceBook, settings: ServerSettings, le
                 yield done(job)
             if outcome != "timeout":
                 outcome = "ok"
-        except anyio.get_cancelled_exc_class():
+        except (anyio.get_cancelled_exc_class(), GeneratorExit):   # (gone, or read nothing for the send limit)
             outcome = "disconnected"
             raise
         finally:

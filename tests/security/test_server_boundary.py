@@ -160,6 +160,44 @@ def test_a_body_sent_a_byte_at_a_time_is_dropped_after_the_read_limit(served):
     assert time.perf_counter() - start < LIMIT_S + 2 and app.state.admission.admitted == 0
 
 
+def test_an_http_client_that_never_reads_its_stream_is_dropped(engine, report):
+    """The app (ASGI, no socket: a real one takes ~20 s of audio to fill the kernel's buffers, measured
+    23 s) with a client that takes the first piece of its stream, then reads nothing: the request
+    ends at the send limit, its generator closed, its slot freed."""
+    settings = ServerSettings("demo", max_frames=4000, send_timeout_s=LIMIT_S)
+    app = create_app(engine, VoiceBook(engine.model), settings)
+    body = json.dumps({"model": "tts-1", "voice": "vivian", "input": "Nobody reads this. " * 20,
+                       "response_format": "pcm"}).encode()
+    scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": "/v1/audio/speech", "raw_path": b"/v1/audio/speech",
+             "query_string": b"", "root_path": "", "client": ("127.0.0.1", 5555), "server": ("127.0.0.1", 80),
+             "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+                         (b"content-length", str(len(body)).encode())]}
+    sent = []
+
+    async def talk():
+        messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive():
+            if messages:
+                return messages.pop()
+            await asyncio.Event().wait()   # (the client never leaves)
+
+        async def send(message):
+            sent.append(message["type"])
+            if len(sent) > 2:   # (the start and a first piece, then nothing is read)
+                await asyncio.Event().wait()
+        start = time.perf_counter()
+        await asyncio.wait_for(app(scope, receive, send), 60)
+        assert app.state.admission.admitted == 0   # (now: not when the loop ends and closes what is left)
+        return time.perf_counter() - start
+    seconds = asyncio.run(talk())
+    assert sent[:2] == ["http.response.start", "http.response.body"]
+    assert 'kazeia_requests_total{outcome="disconnected"} 1.0' in app.state.metrics.exposition().decode()
+    report(f"an HTTP client that stops reading its stream: dropped, its slot free, {seconds:.1f} s after "
+           f"its request (send limit {LIMIT_S} s)")
+
+
 # ---- the live socket ------------------------------------------------------------------------------
 async def until(ws, kind: str, seconds: float = 30) -> list[dict]:
     messages = []
@@ -263,7 +301,7 @@ def frame(text: str) -> bytes:
 
 
 @pytest.mark.slow
-def test_a_client_that_never_reads_is_dropped_and_its_slot_freed(engine):
+def test_a_client_that_never_reads_is_dropped_and_its_slot_freed(engine, report):
     settings = ServerSettings("demo", api_key=KEY, max_frames=4000, send_timeout_s=LIMIT_S, idle_timeout_s=600)
     app = create_app(engine, VoiceBook(engine.model), settings)
     with LocalServer(app) as server:
@@ -278,8 +316,65 @@ def test_a_client_that_never_reads_is_dropped_and_its_slot_freed(engine):
             seconds = free_within(app, 90)   # (until the buffers fill, then the send limit)
         finally:
             sock.close()
+        metrics = httpx.get(server.url + "/metrics", headers=AUTH).text
+        assert 'kazeia_requests_total{outcome="disconnected"} 1.0' in metrics   # (dropped, not finished)
         still_serves(server)
-    assert seconds < 90
+    report(f"a live socket that never reads: its slot free {seconds:.1f} s after its turn began "
+           f"(send limit {LIMIT_S} s)")
+
+
+def test_a_socket_trickling_a_byte_at_a_time_mid_turn_is_ended_and_freed(served):
+    server, app = served
+    sock = raw_websocket(server, "/v1/audio/speech/live?voice=vivian")
+    try:
+        sock.sendall(frame(json.dumps({"type": "text", "text": "A turn whose writer stalls"})))
+        deadline = time.perf_counter() + 10
+        while not app.state.admission.admitted:
+            assert time.perf_counter() < deadline, "the turn never started"
+            time.sleep(0.02)
+        start, pieces = time.perf_counter(), frame(json.dumps({"type": "text", "text": " and trickles"}))
+        for byte in pieces:   # (a frame that never completes in time: no message arrives)
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                break
+            time.sleep(0.3)
+            if not app.state.admission.admitted:
+                break
+        seconds = free_within(app, 15) + time.perf_counter() - start
+    finally:
+        sock.close()
+    assert seconds < LIMIT_S + 8
+    still_serves(server)
+
+
+def test_a_send_the_client_never_reads_ends_the_request():
+    """BoundaryMiddleware: the app's send raises at the limit (its clean-up frees what it held), and a
+    WebSocket's next receive says the client is gone."""
+    from kazeia.engine.serve.boundary import BoundaryMiddleware, SendTimeout
+    seen = []
+
+    async def app(scope, receive, send):
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+        except SendTimeout as e:
+            seen.append(str(e))
+            if scope["type"] == "websocket":
+                seen.append((await receive())["type"])
+            raise
+
+    async def stalled_send(message):
+        await asyncio.Event().wait()
+
+    async def receive():
+        await asyncio.Event().wait()
+
+    async def run(kind):
+        guard = BoundaryMiddleware(app, Boundary(), send_timeout_s=0.2)
+        await asyncio.wait_for(guard({"type": kind, "headers": []}, receive, stalled_send), 5)
+    asyncio.run(run("http"))
+    asyncio.run(run("websocket"))
+    assert seen[0].startswith("the client read nothing") and seen[-1] == "websocket.disconnect"
 
 
 # ---- Wyoming ------------------------------------------------------------------------------------
@@ -369,6 +464,50 @@ def test_a_wyoming_stream_left_open_is_abandoned_after_the_read_limit(served):
         assert wyoming_reply(sock)["type"] == "info"
 
 
+def test_a_wyoming_client_that_never_reads_is_dropped_and_its_slot_freed(engine, report):
+    """The handler with a client whose socket never drains (a real one takes ~25 s of audio to fill
+    the kernel's buffers first): its request ends at the send limit and frees its slot."""
+    from kazeia.engine.serve.wyoming_tts import WyomingHandler, WyomingService
+
+    class StalledWriter:
+        def __init__(self):
+            self.transport = self
+            self.aborted = False
+
+        def get_extra_info(self, name):
+            return ("127.0.0.1", 5555)
+
+        def write(self, data):
+            pass
+
+        def writelines(self, data):
+            pass
+
+        async def drain(self):
+            await asyncio.Event().wait()   # (the client reads nothing)
+
+        def abort(self):
+            self.aborted = True
+
+    settings = ServerSettings("demo", max_frames=400, send_timeout_s=LIMIT_S)
+    app = create_app(engine, VoiceBook(engine.model), settings)
+
+    async def talk():
+        reader, writer = asyncio.StreamReader(), StalledWriter()
+        body = json.dumps({"text": "A long answer that nobody reads."}).encode()
+        reader.feed_data(json.dumps({"type": "synthesize", "data_length": len(body)}).encode() + b"\n" + body)
+        handler = WyomingHandler(WyomingService(app.state.live, VoiceBook(engine.model)), reader, writer)
+        start = time.perf_counter()
+        await asyncio.wait_for(handler.run(), 30)
+        assert writer.aborted
+        return time.perf_counter() - start
+    seconds = asyncio.run(talk())
+    assert app.state.admission.admitted == 0 and seconds < LIMIT_S + 3
+    assert 'kazeia_requests_total{outcome="disconnected"} 1.0' in app.state.metrics.exposition().decode()
+    report(f"a Wyoming client that never reads: dropped, its slot free, {seconds:.1f} s after its request "
+           f"(send limit {LIMIT_S} s)")
+
+
 def test_wyoming_peers_beyond_loopback_need_a_listed_network(engine):
     from kazeia.engine.serve.live import LiveService
     from kazeia.engine.serve.wyoming_tts import WyomingService
@@ -395,3 +534,19 @@ def test_every_listener_beyond_loopback_needs_its_guard():
     assert parse_networks(["192.168.1.0/24,10.0.0.5", "::1"]) == ("192.168.1.0/24", "10.0.0.5/32", "::1/128")
     with pytest.raises(ValueError, match="give a network"):
         parse_networks(["everyone"])
+
+
+def test_the_command_line_names_the_guards():
+    import argparse
+
+    from kazeia.engine.cli import serve as cli
+    from kazeia.engine.serve.run import ServeOptions
+    parser = argparse.ArgumentParser()
+    cli.add_parser(parser.add_subparsers())
+
+    def options(*args: str) -> ServeOptions:
+        return ServeOptions.from_args(parser.parse_args(["serve", "--model", "demo", *args]))
+    with pytest.raises(ValueError, match="--wyoming-allow CIDR"):
+        options("--wyoming", "tcp://0.0.0.0:10200")
+    o = options("--wyoming", "tcp://0.0.0.0:10200", "--wyoming-allow", "192.168.1.0/24", "--allowed-host", "tts.lan")
+    assert o.wyoming_allow == ("192.168.1.0/24",) and o.allowed_hosts == ("tts.lan",)
