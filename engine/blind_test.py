@@ -20,7 +20,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .untrusted import InputError, bounded, loads, read_bytes, text_field
+from .untrusted import InputError, bounded, loads, read_bytes, shown, text_field
 
 KINDS = ("abx", "preference")
 ALPHA = 0.05
@@ -170,7 +170,7 @@ class BlindTest:
         if not isinstance(d, dict):
             raise InputError(f"{what}: an object is needed, not {type(d).__name__}")
         if d.get("kind") not in KINDS:
-            raise InputError(f"{what}: kind: {str(d.get('kind'))[:40]!r}, not abx or preference")
+            raise InputError(f"{what}: kind: {shown(d.get('kind'))}, not abx or preference")
         for side in ("a", "b"):
             sound = d.get(side)
             if not isinstance(sound, dict):
@@ -179,7 +179,7 @@ class BlindTest:
             for key, value in sound.items():   # (shown and exported: plain values or a placement)
                 if isinstance(value, list) or (isinstance(value, dict) and not all(
                         isinstance(v, str) for v in value.values())):
-                    raise InputError(f"{what}: {side}.{key}: not a plain value")
+                    raise InputError(f"{what}: {side}.{shown(key)}: not a plain value")
         trials = bounded(f"{what}: trials", d.get("trials", DEFAULT_TRIALS), 1, MAX_TRIALS, integer=True)
         seed = bounded(f"{what}: seed", d.get("seed"), 0, 2**64 - 1, integer=True)
         answers = d.get("answers", [])
@@ -187,7 +187,7 @@ class BlindTest:
             raise InputError(f"{what}: answers: at most {trials} of \"A\" or \"B\" are needed")
         test_id = d.get("id")
         if not isinstance(test_id, str) or not TEST_ID.fullmatch(test_id):
-            raise InputError(f"{what}: id: {str(test_id)[:40]!r} is not a test's id")
+            raise InputError(f"{what}: id: {shown(test_id)} is not a test's id")
         gains = d.get("gains_db", [0.0, 0.0])
         if not isinstance(gains, list) or len(gains) != 2:
             raise InputError(f"{what}: gains_db: two numbers are needed")
@@ -220,7 +220,7 @@ class BlindTest:
         """Kept beside the takes (FOLDER/listening/ID.json), atomically."""
         from .atomic import atomic_write_text
         if not isinstance(self.id, str) or not TEST_ID.fullmatch(self.id):
-            raise InputError(f"blind test id {str(self.id)[:40]!r}: not a test's id; refused")
+            raise InputError(f"blind test id {shown(self.id)}: not a test's id; refused")
         path = Path(folder) / "listening" / f"{self.id}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(self.to_dict(), indent=1, ensure_ascii=False))

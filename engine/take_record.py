@@ -11,7 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from .requests import SamplingParams
-from .untrusted import InputError, bounded, loads, read_bytes, text_field
+from .untrusted import InputError, bounded, loads, read_bytes, shown, text_field
 
 TAKE_ID = re.compile(r"\w[\w.+ -]{0,199}")   # 20261206-101500-a1b2c3, or a recovered file's stem
 MAX_INDEX_BYTES = 256 * 2**20   # every take's timings and frame times (~30 KB a take)
@@ -23,7 +23,7 @@ MAX_TEXT = 10_000_000
 def take_id(value, what: str) -> str:
     """`value` when it is a take id (a file name's stem of ours); InputError otherwise."""
     if not isinstance(value, str) or not TAKE_ID.fullmatch(value) or value != value.strip():
-        raise InputError(f"{what}: {str(value)[:60]!r} is not a take id (letters, digits, - _ . + and spaces)")
+        raise InputError(f"{what}: {shown(value, 60)} is not a take id (letters, digits, - _ . + and spaces)")
     return value
 
 
@@ -52,9 +52,9 @@ def check_record(d, what: str, partial: bool = False) -> dict:
         raise InputError(f"{what}: a take is an object, not {type(d).__name__}")
     missing = [k for k in REQUIRED if k not in d]
     if missing and not partial:
-        raise InputError(f"{what}: take {str(d.get('id', '?'))[:60]!r} has no {', '.join(missing)}")
+        raise InputError(f"{what}: take {shown(d.get('id', '?'), 60)} has no {', '.join(missing)}")
     if "id" in d:
-        what = f"{what}: take {str(d['id'])[:60]!r}"
+        what = f"{what}: take {shown(d['id'], 60)}"
         take_id(d["id"], f"{what}: id")
     for key in ("text", "model", "stop_reason", "name"):
         if key in d:
@@ -71,11 +71,16 @@ def check_record(d, what: str, partial: bool = False) -> dict:
         _request(_dict(d["request"], f"{what}: request"), f"{what}: request")
     if "sampling" in d:
         _sampling(_dict(d["sampling"], f"{what}: sampling"), f"{what}: sampling")
-    for key, check in (("placement", _text), ("where", _text), ("timings", _optional_number),
+    for key, check in (("placement", _text), ("where", _text), ("timings", _number),
                        ("frame_ms", _numbers)):
         if key in d:
             for k, v in _dict(d[key], f"{what}: {key}").items():
-                check(v, f"{what}: {key}.{k}")
+                check(v, f"{what}: {key}.{shown(k)}")
+    timings = d.get("timings") or {}
+    if "frames" in timings:
+        bounded(f"{what}: timings.frames", timings["frames"], 0, 2**31, integer=True)
+    if "frame_seconds" in timings:
+        bounded(f"{what}: timings.frame_seconds", timings["frame_seconds"], 0, 10)
     if "comparison" in d:
         _comparison(_dict(d["comparison"], f"{what}: comparison"), f"{what}: comparison")
     if "chunks" in d:
@@ -109,11 +114,6 @@ def _number(value, what: str) -> None:
         raise InputError(f"{what}: {value} is out of range")
 
 
-def _optional_number(value, what: str) -> None:
-    if value is not None:
-        _number(value, what)
-
-
 def _numbers(value, what: str) -> None:
     if not isinstance(value, list):
         raise InputError(f"{what}: a list of numbers is needed, not {type(value).__name__}")
@@ -130,9 +130,9 @@ def _request(r: dict, what: str) -> None:
         _optional_text(r.get(key), f"{what}.{key}")
     if r.get("streaming_text") is not None and not isinstance(r["streaming_text"], bool):
         raise InputError(f"{what}.streaming_text: true or false is needed")
-    for k, v in _dict(r.get("chunk_seeds") or {}, f"{what}.chunk_seeds").items():
+    for k, v in _dict(r.get("chunk_seeds", {}), f"{what}.chunk_seeds").items():
         if not re.fullmatch(r"[0-9]{1,9}", k):
-            raise InputError(f"{what}.chunk_seeds: {k[:20]!r} is not a chunk's number")
+            raise InputError(f"{what}.chunk_seeds: {shown(k)} is not a chunk's number")
         _seed(v, f"{what}.chunk_seeds.{k}")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import atomic_path
-from .untrusted import InputError, bounded, loads, read_bytes, text_field
+from .untrusted import InputError, bounded, loads, read_bytes, shown, text_field
 
 FORMAT, PROFILE_VERSION = "kazeia-voice", 1
 # A profile is ~50 KB and an exported one adds a preview (a short sentence): the limits leave room
@@ -156,13 +156,13 @@ def check_meta(meta, arrays: dict, what: str) -> None:
         raise InputError(f"{what}: not a Kazeia voice profile (meta.format is not {FORMAT!r})")
     version = meta.get("version")
     if version != PROFILE_VERSION or isinstance(version, bool):
-        raise InputError(f"{what}: voice profile version {version!r}, this build reads {PROFILE_VERSION}")
+        raise InputError(f"{what}: voice profile version {shown(version)}, this build reads {PROFILE_VERSION}")
     model = _dict(meta.get("model"), f"{what}: meta.model")
     for key in ("name", "variant"):
         text_field(f"{what}: meta.model.{key}", model.get(key), MAX_SHORT)
     size = model.get("size")
     if not isinstance(size, str) or not SIZE_PATTERN.fullmatch(size):
-        raise InputError(f"{what}: meta.model.size: {str(size)[:40]!r} is not a model size (such as 0b6 or 1b7)")
+        raise InputError(f"{what}: meta.model.size: {shown(size)} is not a model size (such as 0b6 or 1b7)")
     hidden = bounded(f"{what}: meta.model.hidden_size", model.get("hidden_size"), 1, MAX_HIDDEN, integer=True)
     ref_text = meta.get("ref_text")
     if ref_text is not None:
@@ -212,9 +212,9 @@ def check_about(about: dict, what: str) -> dict:
             if len(key) > MAX_SHORT:
                 raise InputError(f"{what}.origin: a key of {len(key):,} characters")
             if isinstance(value, (dict, list)):
-                raise InputError(f"{what}.origin.{key}: a {type(value).__name__}, not a plain value")
+                raise InputError(f"{what}.origin.{shown(key)}: a {type(value).__name__}, not a plain value")
             if isinstance(value, float) and not math.isfinite(value):
-                raise InputError(f"{what}.origin.{key}: not a finite number")
+                raise InputError(f"{what}.origin.{shown(key)}: not a finite number")
     return about
 
 
