@@ -125,12 +125,18 @@ def list_voices(args) -> int:
         return 0 if not args.query else 1
     for e in found:
         if e.kind == "unreadable":
-            print(f"{e.name:24s} unreadable: {e.problem}")
+            print(_plain(f"{e.name:24s} unreadable: {e.problem}"))
             continue
         tags = f"  [{', '.join(e.tags)}]" if e.tags else ""
-        print(f"{e.name:24s} {e.size:5s} {e.kind:10s} {e.source:12s} {e.language or '-':8s}{tags}"
-              + (f"  {e.notes}" if e.notes else ""))
+        print(_plain(f"{e.name:24s} {e.size:5s} {e.kind:10s} {e.source:12s} {e.language or '-':8s}{tags}"
+                     + (f"  {e.notes}" if e.notes else "")))
     return 0
+
+
+def _plain(line: str) -> str:
+    """One line as a terminal shows it: what a shared profile says (a name, notes, tags) never moves
+    the cursor nor sends the terminal a control sequence."""
+    return "".join(c if c.isprintable() else " " if c in "\t\n\r" else "?" for c in line)
 
 
 def edit(args) -> int:
@@ -148,7 +154,7 @@ def edit(args) -> int:
     if not changes:
         raise ValueError("nothing to change: give --notes, --language, --tag or --untag")
     e = library.update(name, **changes)
-    print(f"{e.name}: language {e.language or '-'}, tags [{', '.join(e.tags)}], notes {e.notes!r}")
+    print(_plain(f"{e.name}: language {e.language or '-'}, tags [{', '.join(e.tags)}], notes {e.notes!r}"))
     return 0
 
 

@@ -364,3 +364,12 @@ def test_nothing_is_written_for_a_bad_import_and_a_bad_edit(tmp_path):
     with pytest.raises(InputError, match="meta.about.notes"):
         library.update(name, notes="n" * 20_000)
     assert library.path(name).read_bytes() == kept
+
+
+def test_voice_list_sends_the_terminal_no_control_codes(tmp_path):
+    data = tmp_path / "data"
+    VoiceLibrary(data / "voices").import_file(write(tmp_path / "loud.kzvoice", profile_bytes(
+        _about(name="Loud", notes="\x1b]0;owned\x07\x1b[2Jgone\nnext line", tags=["\x1b[31mred"]))))
+    r = kazeia("voice", "list", env={"KAZEIA_DATA_DIR": str(data)})
+    assert r.returncode == 0 and "Loud" in r.stdout and "gone" in r.stdout
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout and len(r.stdout.strip().splitlines()) == 1
