@@ -29,7 +29,7 @@ from .voice import voice_digest
 from .voice_profile import SAMPLE_RATES, read_profile, write_profile
 
 INDEX = "index.json"
-INDEX_VERSION = 1
+INDEX_VERSION = 2              # 2: entries of profiles checked whole (engine/voice_profile.py); a 1 is read again
 SOURCES = ("recording", "designed", "custom voice", "take", "imported")
 PREVIEW_TEXT = "This is how I sound."
 SUFFIX = ".kzvoice"

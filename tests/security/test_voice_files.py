@@ -350,6 +350,12 @@ def test_a_library_with_bad_profiles_lists_the_others(tmp_path, converted):
     assert {e.name: e.tags for e in VoiceLibrary(folder).entries()}[good] == ["warm"]
     index.write_text("[" * 100_000)
     assert len(VoiceLibrary(folder).entries()) == 8
+    # an index an older Kazeia wrote (version 1, profiles unchecked) is read again, not believed
+    cache = json.loads(index.read_text())
+    cache["version"] = 1
+    cache["files"]["bad0.kzvoice"]["entry"].update(kind="x-vector", problem="")
+    index.write_text(json.dumps(cache))
+    assert {e.name: e.kind for e in VoiceLibrary(folder).entries()}["bad0"] == "unreadable"
 
 
 def test_nothing_is_written_for_a_bad_import_and_a_bad_edit(tmp_path):
