@@ -16,7 +16,8 @@ from .untrusted import InputError, bounded, loads, read_bytes, shown, text_field
 TAKE_ID = re.compile(r"\w[\w.+ -]{0,199}")   # 20261206-101500-a1b2c3, or a recovered file's stem
 MAX_INDEX_BYTES = 256 * 2**20   # every take's timings and frame times (~30 KB a take)
 MAX_RECORD_BYTES = 16 * 2**20   # one take's .json beside its audio
-MAX_SEED = 2**31 - 1            # the workbench's seeds (its spin box, its chunks' random seeds)
+MAX_SEED = 2**64 - 1            # a seed (a chunk's is derived from the take's: any 64-bit value)
+MAX_SPIN_SEED = 2**31 - 1       # a take's own seed: the workbench's seed box holds it again
 MAX_TEXT = 10_000_000
 
 
@@ -143,7 +144,7 @@ def _sampling(s: dict, what: str) -> None:
     except ValueError as e:
         raise InputError(f"{what}: {e}") from None
     if "seed" in s:
-        _seed(s["seed"], f"{what}.seed")
+        bounded(f"{what}.seed", s["seed"], 0, MAX_SPIN_SEED, integer=True)
 
 
 def _comparison(c: dict, what: str) -> None:
@@ -166,7 +167,13 @@ def _comparison(c: dict, what: str) -> None:
         _number(d.get(key), f"{what}.difference.{key}")
 
 
+CHUNK_FIELDS = ("index", "written", "voice", "seed", "span", "stop_reason")   # (what every reader of a chunk reads)
+
+
 def _chunk(c: dict, what: str) -> None:
+    missing = [k for k in CHUNK_FIELDS if k not in c]
+    if missing:
+        raise InputError(f"{what}: has no {', '.join(missing)}")
     bounded(f"{what}.index", c.get("index"), 0, 2**31, integer=True)
     for key in ("text", "written", "stop_reason"):
         text_field(f"{what}.{key}", c.get(key, ""), MAX_TEXT)

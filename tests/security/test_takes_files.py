@@ -81,19 +81,21 @@ def test_a_take_id_never_names_a_path(tmp_path):
     assert (victim / "x.wav").exists()
 
 
+CHUNK = {"index": 0, "text": "a", "written": "a", "voice": None, "language": None, "seed": 1, "span": [0, 1],
+         "stop_reason": "eos", "rewrites": []}
 WRONG = [  # (a field made wrong, the field the message names)
     ({"created": [1]}, "created"), ({"text": 5}, "text"), ({"model": None}, "model"),
     ({"request": "x"}, "request"), ({"request": {"instruct": 5}}, "request.instruct"),
     ({"request": {"chunk_seeds": {"x": 1}}}, "request.chunk_seeds"),
-    ({"request": {"chunk_seeds": {"0": 2**40}}}, "request.chunk_seeds.0"),
+    ({"request": {"chunk_seeds": {"0": 2**64}}}, "request.chunk_seeds.0"),
     ({"sampling": {"temperature": "hot"}}, "temperature"), ({"sampling": {"seed": -1}}, "seed"),
     ({"sampling": {"seed": 2**40}}, "sampling.seed"), ({"threads": 1.5}, "threads"),
     ({"timings": {"frames": "x"}}, "timings.frames"), ({"sample_rate": 0}, "sample_rate"),
     ({"frame_ms": {"talker": "x"}}, "frame_ms.talker"), ({"where": {"talker": 1}}, "where.talker"),
     ({"comparison": {"difference": {"codes_identical": 1}}}, "comparison.difference.codes_identical"),
-    ({"chunks": "x"}, "chunks"), ({"chunks": [{"index": 0, "written": "a", "span": "x"}]}, "chunks[0].span"),
-    ({"chunks": [{"index": 0, "written": "a", "span": [5, 1]}]}, "chunks[0].span[1]"),
-    ({"chunks": [{"index": 0, "written": 3, "span": [0, 1]}]}, "chunks[0].written"),
+    ({"chunks": "x"}, "chunks"), ({"chunks": [{**CHUNK, "span": "x"}]}, "chunks[0].span"), ({"chunks": [{"index": 0, "span": [0, 1]}]}, "chunks[0]: has no"),
+    ({"chunks": [{**CHUNK, "span": [5, 1]}]}, "chunks[0].span[1]"),
+    ({"chunks": [{**CHUNK, "written": 3}]}, "chunks[0].written"),
     ({"name": ["x"]}, "name"), ({"peak_memory_mb": "1"}, "peak_memory_mb"),
 ]
 
@@ -188,7 +190,7 @@ def test_from_take_refuses_a_damaged_record(tmp_path):
     Path(f"{wav}.json").write_text("[" * 50_000)
     r = kazeia("voice", "create", "--from-take", wav, env=env)
     assert r.returncode == 2 and "exported.wav.json: nested deeper" in r.stderr
-    Path(f"{wav}.json").write_text(json.dumps(record(1, chunks=[{"index": 0, "written": "a", "span": "x"}])))
+    Path(f"{wav}.json").write_text(json.dumps(record(1, chunks=[{**CHUNK, "span": "x"}])))
     with pytest.raises(InputError, match=r"chunks\[0\].span"):
         read_take(str(wav))
 
