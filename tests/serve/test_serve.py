@@ -234,7 +234,8 @@ def test_the_queue_is_bounded_and_a_leaving_client_frees_its_slot(engine):
         with client.audio.speech.with_streaming_response.create(
                 model="tts-1", voice="alloy", input=TEXT, response_format="pcm",
                 extra_body={"max_frames": 2000}) as long:
-            first = next(long.iter_bytes())
+            parts = long.iter_bytes()   # (kept: a dropped iterator closes the response, and the server frees the slot)
+            first = next(parts)
             assert first
             with pytest.raises(openai.RateLimitError) as e:
                 client.audio.speech.create(model="tts-1", voice="alloy", input="Hi.")
