@@ -86,6 +86,8 @@ class MainWindow(QMainWindow):
         self.display_timer.timeout.connect(self.presenter.tick)
         self.display_timer.start()
         self.presenter.load_model(model_path or self.settings.value("model/last") or None)
+        if self.store.problems:   # (damaged take files were set aside on loading: said once, kept in the history)
+            self.show_status("takes: " + "; ".join(self.store.problems))
 
     info = property(lambda self: self.session.info)
 

@@ -10,6 +10,9 @@ import numpy as np
 import soundfile
 
 from .atomic import atomic_path
+from .untrusted import loads
+
+MAX_PARAMS_BYTES = 1 << 20   # (a take's settings: a few kB)
 
 FORMATS = {".wav": ("WAV", "FLOAT"), ".flac": ("FLAC", "PCM_24")}
 # named formats for renders and exports: extension, container, sample type
@@ -50,9 +53,11 @@ def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int, su
 
 
 def read_params(path: str | os.PathLike) -> dict | None:
-    """The parameters write_audio embedded, or None."""
+    """The parameters write_audio embedded, or None (a file from elsewhere may carry anything there:
+    a comment that is not a bounded JSON object is no parameters)."""
     try:
         with soundfile.SoundFile(path) as f:
-            return json.loads(f.comment) if f.comment else None
+            params = loads(f.comment, f"{path}'s comment", MAX_PARAMS_BYTES, nan=True) if f.comment else None
     except (RuntimeError, ValueError, soundfile.LibsndfileError):
         return None
+    return params if isinstance(params, dict) else None

@@ -100,7 +100,9 @@ def read_bytes(path: str | os.PathLike, max_bytes: int, what: str | None = None)
                 raise InputError(f"{what}: not a regular file")
             if st.st_size > max_bytes:
                 raise InputError(f"{what}: {st.st_size:,} bytes, over the limit of {max_bytes:,}")
-            data = f.read(max_bytes + 1)
+            data = f.read(st.st_size + 1)   # (a buffer of the file's size, not of the limit)
+            if len(data) > st.st_size:   # (it grew meanwhile: read on, to the limit)
+                data += f.read(max_bytes + 1 - len(data))
     except IsADirectoryError:
         raise InputError(f"{what}: a folder, not a file") from None
     except FileNotFoundError:

@@ -5,6 +5,8 @@ window (it owns the audio output). A finger's tap on a row plays the take, a lon
 take's actions."""
 from __future__ import annotations
 
+import html
+
 import time
 from pathlib import Path
 
@@ -42,7 +44,8 @@ def take_details(take) -> str:
     sampling = "greedy" if not s.get("do_sample", True) else (
         f"temperature {s.get('temperature', 0):.2f}, top-k {s.get('top_k')}, top-p {s.get('top_p', 0):.2f}; "
         f"code predictor {s.get('cp_temperature', 0):.2f} / {s.get('cp_top_k')} / {s.get('cp_top_p', 0):.2f}")
-    lines = [f"<b>{take.label}</b> ({take.id})",
+    # (the pane shows rich text: what a take file holds is escaped, never read as markup)
+    lines = [f"{take.label} ({take.id})",
              f"text: {take.text[:300]}",
              f"voice: {take.voice}, language {r.get('language') or 'auto'}",
              f"seed {s.get('seed')}, {sampling}, max frames {s.get('max_frames') or 'auto'}",
@@ -60,6 +63,8 @@ def take_details(take) -> str:
                      f"{c['seed']}{', LIMIT' if c['stop_reason'] == 'limit' else ''}): {c['written'][:80]}{rewrites}")
     if len(take.chunks) > 20:
         lines.append(f"... and {len(take.chunks) - 20} more chunks")
+    lines = [html.escape(line) for line in lines]
+    lines[0] = f"<b>{html.escape(take.label)}</b> ({html.escape(take.id)})"
     return "<br>".join(lines)
 
 

@@ -225,3 +225,13 @@ def test_blind_test_history_lists_the_good_and_names_the_bad(tmp_path):
     with pytest.raises(InputError, match="not a test's id"):
         rogue.save(tmp_path)
     assert not (tmp_path.parent / "outside.json").exists()
+
+
+def test_an_audio_files_comment_nested_without_end_is_no_parameters(tmp_path):
+    """(a take exported elsewhere carries its settings in its comment: read as outside input)"""
+    from kazeia.engine.audio_io import read_params
+    path = tmp_path / "given.wav"
+    with soundfile.SoundFile(path, "w", 24000, 1, subtype="FLOAT") as f:
+        f.comment = "[" * 3000
+        f.write(np.zeros(240, np.float32))
+    assert read_params(path) is None

@@ -107,3 +107,22 @@ def test_a_damaged_take_index_loses_no_takes(tmp_path):
     assert np.allclose(again.audio(again.takes[1]), 0.2)
     assert list(store.folder.glob("index.damaged-*.json"))   # the damaged index is kept aside
     assert json.loads((store.folder / "index.json").read_text())   # and a good one written
+
+
+def test_the_window_says_what_was_damaged_and_shows_take_text_as_text(qtbot, workdir):
+    """(takes come from files a user may have been given: their text is never read as markup)"""
+    from kazeia.app.panels.takes import take_details
+    store = TakeStore(workdir / "data")
+    store.add(Take(id="t0", created=0.0, text="<img src=x> & <b>bold</b>", model="m", request={}, sampling={"seed": 0},
+                   placement={}, threads=1, timings={}, stop_reason="eos", sample_rate=24000,
+                   audio=np.full(2400, 0.1, np.float32)))
+    details = take_details(TakeStore(workdir / "data").takes[0])
+    assert "&lt;img src=x&gt; &amp; &lt;b&gt;bold&lt;/b&gt;" in details and "<img" not in details
+    (store.folder / "index.json").write_text("[" * 100_000)
+    window = make_window(qtbot, workdir)
+    try:
+        assert "takes: " in window.session.recent_messages() and "nested deeper" in window.session.recent_messages()
+        assert [t.id for t in window.store.takes] == ["t0"]
+    finally:
+        window.controller.cancel()
+        window.controller.shutdown()
