@@ -148,6 +148,7 @@ class ServeRequest:
     wyoming_port: int | None       # None: no Wyoming server
     voices_folder: Path            # a Base model offers the voice library's profiles
     observer: object = None        # called with each request's record, on the server's thread
+    wyoming_allow: tuple[str, ...] = ()   # the networks Wyoming's clients may come from (beyond loopback)
 
 
 @dataclass
@@ -239,7 +240,7 @@ def _serve(worker, job: Job, engine: Engine, request: ServeRequest) -> Serving:
     voices = VoiceBook(engine.model, request.voices_folder if info.variant == "base" else None)
     wyoming = (request.host, request.wyoming_port) if request.wyoming_port else None
     settings = ServerSettings(info.path.stem, api_key=request.api_key, max_batch=max(1, engine.max_batch),
-                              wyoming=wyoming)
+                              wyoming=wyoming, listen_host=request.host, wyoming_allow=list(request.wyoming_allow))
     app = create_app(engine, voices, settings, observer=request.observer)
     server = LocalServer(app, port=request.port, host=request.host)
     return Serving(server, [v["id"] + (f" ({v['maps_to']})" if "maps_to" in v else "") for v in voices.listing()])

@@ -59,6 +59,13 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):   # (1e999 reads as infinity)
+        raise ValueError(f"{text[:20]} is not a finite number")
+    return value
+
+
 def loads(data: str | bytes | bytearray, what: str, max_bytes: int, max_depth: int = MAX_JSON_DEPTH,
           nan: bool = False) -> Any:
     """JSON from outside: at most `max_bytes` (UTF-8), `max_depth` levels, integers of at most
@@ -74,7 +81,8 @@ def loads(data: str | bytes | bytearray, what: str, max_bytes: int, max_depth: i
     if json_depth(data) > max_depth:
         raise InputError(f"{what}: nested deeper than {max_depth} levels")
     try:
-        return json.loads(data, parse_constant=None if nan else _no_constant, parse_int=_bounded_int)
+        return json.loads(data, parse_constant=None if nan else _no_constant, parse_int=_bounded_int,
+                          parse_float=float if nan else _finite_float)
     except (ValueError, RecursionError) as e:   # (JSONDecodeError is a ValueError)
         raise InputError(f"{what}: not valid JSON ({e})") from None
 

@@ -14,7 +14,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QFormLayout, QHBoxLayout, QHeaderView, QLineEdit, QPushButton, QSpinBox, QTableWidget, QTableWidgetItem,
                                QVBoxLayout)
 
-from kazeia.engine.serve.run import is_loopback
+from kazeia.engine.serve.run import check_listeners, parse_networks
 
 from .base import Panel, as_bool, watch, wrapping_label
 
@@ -56,10 +56,14 @@ class ServePanel(Panel):
         wyoming_row.addWidget(self.wyoming)
         wyoming_row.addWidget(self.wyoming_port)
         wyoming_row.addStretch(1)
+        # (Wyoming carries no key: beyond loopback its clients are named by address)
+        self.wyoming_allow = QLineEdit()
+        self.wyoming_allow.setPlaceholderText("Home Assistant's address or network (needed beyond loopback)")
         form.addRow("Address", self.host)
         form.addRow("Port", self.port)
         form.addRow("API key", key_row)
         form.addRow("", wyoming_row)
+        form.addRow("Wyoming clients", self.wyoming_allow)
         layout.addLayout(form)
         row = QHBoxLayout()
         self.start_button = QPushButton("Start")
@@ -81,7 +85,7 @@ class ServePanel(Panel):
         self.start_button.clicked.connect(self.toggle)
         self.new_key.clicked.connect(lambda: self.api_key.setText(secrets.token_urlsafe(24)))
         self.request_done.connect(self._add_row)   # (queued: the signal comes from the server's thread)
-        watch((self.host, self.port, self.api_key, self.wyoming, self.wyoming_port), self.changed)
+        watch((self.host, self.port, self.api_key, self.wyoming, self.wyoming_port, self.wyoming_allow), self.changed)
         self._show_state()
 
     # -- what the window tells it ---------------------------------------------------------------
@@ -127,12 +131,17 @@ class ServePanel(Panel):
         if self.info is None:
             return self._fail("load a model first")
         host, key = self.host.text().strip() or "127.0.0.1", self.api_key.text().strip() or None
-        if not is_loopback(host) and key is None:
-            return self._fail(f"{host} is reachable from other machines: give an API key (New key), or use 127.0.0.1")
+        wyoming = (host, self.wyoming_port.value()) if self.wyoming.isChecked() else None
+        try:   # (kazeia serve's rule: beyond loopback, HTTP needs a key and Wyoming its clients named)
+            allow = parse_networks([self.wyoming_allow.text()]) if wyoming else ()
+            check_listeners(host, key, wyoming, allow)
+        except ValueError as e:
+            return self._fail(str(e).replace("--api-key or $KAZEIA_API_KEY", "New key")
+                              .replace("--wyoming-allow", "Wyoming clients"))
         self.status.setText("starting ...")
-        self.start_requested.emit(ServeRequest(host, self.port.value(), key,
-                                               self.wyoming_port.value() if self.wyoming.isChecked() else None,
-                                               self.voices_folder, observer=self.request_done.emit))
+        self.start_requested.emit(ServeRequest(host, self.port.value(), key, wyoming and wyoming[1],
+                                               self.voices_folder, observer=self.request_done.emit,
+                                               wyoming_allow=allow))
         return True
 
     # -- inside ---------------------------------------------------------------------------------
@@ -143,7 +152,7 @@ class ServePanel(Panel):
 
     def _show_state(self, why: str = "stopped", error: bool = False) -> None:
         editable = not self.serving
-        for w in (self.host, self.port, self.api_key, self.new_key, self.wyoming, self.wyoming_port):
+        for w in (self.host, self.port, self.api_key, self.new_key, self.wyoming, self.wyoming_port, self.wyoming_allow):
             w.setEnabled(editable)
         self.start_button.setText("Stop" if self.serving else "Start")
         self.start_button.setEnabled(self.info is not None or self.serving)
@@ -179,8 +188,10 @@ class ServePanel(Panel):
         self.api_key.setText(str(self.value("key", "")))
         self.wyoming.setChecked(as_bool(self.value("wyoming", False)))
         self.wyoming_port.setValue(int(self.value("wyoming_port", 10200)))
+        self.wyoming_allow.setText(str(self.value("wyoming_allow", "")))
 
     def save_settings(self) -> None:
         for name, value in (("host", self.host.text()), ("port", self.port.value()), ("key", self.api_key.text()),
-                            ("wyoming", self.wyoming.isChecked()), ("wyoming_port", self.wyoming_port.value())):
+                            ("wyoming", self.wyoming.isChecked()), ("wyoming_port", self.wyoming_port.value()),
+                            ("wyoming_allow", self.wyoming_allow.text())):
             self.set_value(name, value)

@@ -30,9 +30,8 @@ class LocalServer:
         self.port = port or free_port()
         check_can_listen(host, self.port)
         self.url = f"http://{host}:{self.port}"
-        from .run import WS_MAX_SIZE
-        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=self.port, log_level="warning",
-                                                    ws_max_size=WS_MAX_SIZE))
+        from .run import server_config
+        self.server = uvicorn.Server(server_config(app, host, self.port))
         self.thread = threading.Thread(target=self.server.run, daemon=True, name="kazeia-local-server")
         self.thread.start()
         deadline = time.perf_counter() + start_timeout_s

@@ -18,6 +18,16 @@ log = logging.getLogger("kazeia.serve")
 # a WebSocket message the server closes the socket on (1009) before reading it whole; below it, a
 # message over ServerSettings.max_message_bytes is answered with an error and the socket goes on
 WS_MAX_SIZE = 1 << 20
+# connections and requests open at once (beyond it uvicorn answers 503): the admission limit bounds
+# the work, this bounds the sockets a flood of idle clients could hold
+MAX_CONNECTIONS = 256
+
+
+def server_config(app, host: str, port: int, **options):
+    """uvicorn's configuration with Kazeia's bounds (message size, connections)."""
+    import uvicorn
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", ws_max_size=WS_MAX_SIZE,
+                          limit_concurrency=MAX_CONNECTIONS, **options)
 
 
 def is_loopback(host: str) -> bool:
@@ -183,9 +193,8 @@ def serve(o: ServeOptions) -> int:
           f"{'' if key else ' (no API key: loopback only)'}"
           f"{f'; Wyoming on tcp://{wyoming[0]}:{wyoming[1]}' if wyoming else ''}",
           file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(LoadingGate(load, on_failure), host=o.host, port=o.port,
-                                           log_level="warning", timeout_graceful_shutdown=o.shutdown_grace,
-                                           ws_max_size=WS_MAX_SIZE))
+    server = uvicorn.Server(server_config(LoadingGate(load, on_failure), o.host, o.port,
+                                          timeout_graceful_shutdown=o.shutdown_grace))
     # uvicorn stops gracefully on SIGTERM, then raises it again to the handler it found: a quiet one,
     # so a stop asked for is exit 0
     signal.signal(signal.SIGTERM, lambda *_: None)

@@ -443,7 +443,8 @@ def test_commands_read_typed_settings_made_once():
     assert serve.wyoming == ("127.0.0.1", 10200) and serve.voice_map == {"alloy": "vivian"}
     assert serve.cors_origins == ("http://a",) and serve.ray is None and serve.api_key is None
     for argv, message in ((["--host", "0.0.0.0"], "give an API key"), (["--max-batch", "0"], "--max-batch"),
-                          (["--ray", "--wyoming", "tcp://h:1"], "without --ray"), (["--replicas", "0"], "--replicas"),
+                          (["--ray", "--wyoming", "tcp://127.0.0.1:1"], "without --ray"),
+                          (["--wyoming", "tcp://0.0.0.0:1", "--api-key", "k"], "Wyoming has no keys"), (["--replicas", "0"], "--replicas"),
                           (["--idle-timeout", "0"], "--idle-timeout")):
         with pytest.raises(ValueError, match=message):
             ServeOptions.from_args(parser.parse_args(["serve", "--model", "demo", *argv]))

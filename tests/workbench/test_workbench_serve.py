@@ -58,7 +58,14 @@ def test_refusals_say_why(qtbot, window):
     panel.host.setText("0.0.0.0")
     panel.api_key.setText("")
     assert not panel.start()
-    assert "give an API key" in panel.status.text() and not panel.serving
+    assert "give an API key (New key)" in panel.status.text() and not panel.serving
+    panel.api_key.setText("k")
+    panel.wyoming.setChecked(True)   # (Wyoming has no keys: beyond loopback its clients are named)
+    assert not panel.start()
+    assert "Wyoming clients" in panel.status.text() and not panel.serving
+    panel.wyoming_allow.setText("not a network")
+    assert not panel.start() and "Wyoming clients 'not a network'" in panel.status.text()
+    panel.wyoming.setChecked(False)
     panel.host.setText("127.0.0.1")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
