@@ -6,6 +6,20 @@ import socket
 import threading
 import time
 
+# a WebSocket message the server closes the socket on (1009) before reading it whole; below it, a
+# message over ServerSettings.max_message_bytes is answered with an error and the socket goes on
+WS_MAX_SIZE = 1 << 20
+# connections and requests open at once (beyond it uvicorn answers 503): the admission limit bounds
+# the work, this bounds the sockets a flood of idle clients could hold
+MAX_CONNECTIONS = 256
+
+
+def server_config(app, host: str, port: int, **options):
+    """uvicorn's configuration with Kazeia's bounds (message size, connections)."""
+    import uvicorn
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", ws_max_size=WS_MAX_SIZE,
+                          limit_concurrency=MAX_CONNECTIONS, **options)
+
 
 def check_can_listen(host: str, port: int) -> None:
     """ValueError saying why `host:port` cannot be listened on (in use, no such address), before the
@@ -30,7 +44,6 @@ class LocalServer:
         self.port = port or free_port()
         check_can_listen(host, self.port)
         self.url = f"http://{host}:{self.port}"
-        from .run import server_config
         self.server = uvicorn.Server(server_config(app, host, self.port))
         self.thread = threading.Thread(target=self.server.run, daemon=True, name="kazeia-local-server")
         self.thread.start()

@@ -15,20 +15,6 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("kazeia.serve")
 
-# a WebSocket message the server closes the socket on (1009) before reading it whole; below it, a
-# message over ServerSettings.max_message_bytes is answered with an error and the socket goes on
-WS_MAX_SIZE = 1 << 20
-# connections and requests open at once (beyond it uvicorn answers 503): the admission limit bounds
-# the work, this bounds the sockets a flood of idle clients could hold
-MAX_CONNECTIONS = 256
-
-
-def server_config(app, host: str, port: int, **options):
-    """uvicorn's configuration with Kazeia's bounds (message size, connections)."""
-    import uvicorn
-    return uvicorn.Config(app, host=host, port=port, log_level="warning", ws_max_size=WS_MAX_SIZE,
-                          limit_concurrency=MAX_CONNECTIONS, **options)
-
 
 def is_loopback(host: str) -> bool:
     if host == "localhost":
@@ -152,7 +138,7 @@ def serve(o: ServeOptions) -> int:
     from ..synthesis import Engine
     from .app import ServerSettings, create_app
     from .gate import LoadingGate
-    from .local import check_can_listen
+    from .local import check_can_listen, server_config
     from .voices import VoiceBook
     key, wyoming = o.api_key, o.wyoming
     started = time.perf_counter()

@@ -125,10 +125,10 @@ def test_a_foreign_page_cannot_open_a_live_socket(served):
     ('{"input": ' + "[" * 100_000 + "]" * 100_000 + "}", None, "nested deeper"),
     ('{"model": "tts-1", "voice": "vivian", "input": "Hi.", "seed": ' + "9" * 5000 + "}", None, "digits"),
     ('{"model": "tts-1", "voice": "vivian", "input": "Hi.", "temperature": NaN}', None, "not a number"),
-    ('{"model": "tts-1", "voice": "vivian", "input": "Hi.", "temperature": 1e999}', "temperature", "temperature"),
+    ('{"model": "tts-1", "voice": "vivian", "input": "Hi.", "temperature": 1e999}', None, "1e999 is not a finite number"),
     ('{"model": "tts-1", "voice": "vivian", "input": "Hi.", "top_k": 99999999999}', "top_k", "top_k"),
     ('{"model": "tts-1", "voice": "vivian", "input": "Hi.", "max_frames": 10000000}', "max_frames", "max_frames"),
-    ('{"model": "tts-1", "voice": "vivian", "input": "Hi.", "speed": -1e999}', "speed", "speed"),
+    ('{"model": "tts-1", "voice": "vivian", "input": "Hi.", "speed": -1e999}', None, "-1e999 is not a finite number"),
     ('{"model": "tts-1", "voice": "vivian", "input": "Hi.", "top_p": "0.5x"}', "top_p", "top_p"),
 ])
 def test_hostile_json_is_a_400_naming_what_is_wrong(served, body, param, words):
