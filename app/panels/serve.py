@@ -136,8 +136,7 @@ class ServePanel(Panel):
             allow = parse_networks([self.wyoming_allow.text()]) if wyoming else ()
             check_listeners(host, key, wyoming, allow)
         except ValueError as e:
-            return self._fail(str(e).replace("--api-key or $KAZEIA_API_KEY", "New key")
-                              .replace("--wyoming-allow", "Wyoming clients"))
+            return self._fail(_in_panel_words(str(e)))
         self.status.setText("starting ...")
         self.start_requested.emit(ServeRequest(host, self.port.value(), key, wyoming and wyoming[1],
                                                self.voices_folder, observer=self.request_done.emit,
@@ -195,3 +194,13 @@ class ServePanel(Panel):
                             ("wyoming", self.wyoming.isChecked()), ("wyoming_port", self.wyoming_port.value()),
                             ("wyoming_allow", self.wyoming_allow.text())):
             self.set_value(name, value)
+
+
+def _in_panel_words(message: str) -> str:
+    """kazeia serve's refusal said with the panel's fields instead of the command's options."""
+    for option, field in (("--api-key or $KAZEIA_API_KEY", "New key"), ("--wyoming tcp://", "Wyoming on "),
+                          ("--host ", ""), ("with --wyoming-allow CIDR", "in Wyoming clients"),
+                          ("--wyoming-allow", "Wyoming clients"), ("listen on tcp://127.0.0.1", "use 127.0.0.1"),
+                          ("keep the default 127.0.0.1", "use 127.0.0.1")):
+        message = message.replace(option, field)
+    return message
