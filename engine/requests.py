@@ -19,6 +19,7 @@ MAX_TEMPERATURE = 10.0
 MAX_TOP_K = 65_536
 MAX_REPETITION_PENALTY = 10.0
 MAX_FRAMES = 65_536              # frames of one prompt (87 min at 12.5 Hz; every model's own limit is lower)
+MAX_BATCH = 256                 # chunks synthesized together (a batch holds a decoder state per chunk)
 
 
 @dataclass

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..atomic import atomic_path, atomic_write_text
 from ..long_text import chunk_request
-from ..requests import SamplingParams
+from ..requests import MAX_BATCH, SamplingParams
 from ..text.compose import Cast, Composition, Pauses, chunk_seed, compose
 from ..text.join import JoinSettings
 from ..text.markup import MarkupError
@@ -35,7 +35,6 @@ from .source import Book, BookError, Chapter
 from .subtitles import write_subtitles
 
 WORK = ".kazeia-book"
-MAX_BATCH = 256   # chunks synthesized together
 SUBTITLE_FORMATS = ("srt", "vtt")
 
 

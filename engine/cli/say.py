@@ -6,10 +6,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..requests import MAX_BATCH
 from .options import (DefaultsHelpFormatter, OVERLAP_HELP, PAUSE_OPTIONS, THREADS_HELP, as_options, check_output_path,
                       check_sampling, options_from, read_text_file, thread_count)
-
-MAX_BATCH = 256   # chunks synthesized together (a batch holds a decoder state per chunk)
 
 
 def add_parser(sub) -> None:
