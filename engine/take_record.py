@@ -11,7 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from .requests import SamplingParams
-from .untrusted import InputError, bounded, loads, read_bytes, shown, text_field
+from .untrusted import InputError, bounded, loads, object_field, read_bytes, shown, text_field
 
 TAKE_ID = re.compile(r"\w[\w.+ -]{0,199}")   # 20261206-101500-a1b2c3, or a recovered file's stem
 MAX_INDEX_BYTES = 256 * 2**20   # every take's timings and frame times (~30 KB a take)
@@ -69,13 +69,13 @@ def check_record(d, what: str, partial: bool = False) -> dict:
     if "peak_memory_mb" in d:
         _number(d["peak_memory_mb"], f"{what}: peak_memory_mb")
     if "request" in d:
-        _request(_dict(d["request"], f"{what}: request"), f"{what}: request")
+        _request(object_field(f"{what}: request", d["request"]), f"{what}: request")
     if "sampling" in d:
-        _sampling(_dict(d["sampling"], f"{what}: sampling"), f"{what}: sampling")
+        _sampling(object_field(f"{what}: sampling", d["sampling"]), f"{what}: sampling")
     for key, check in (("placement", _text), ("where", _text), ("timings", _number),
                        ("frame_ms", _numbers)):
         if key in d:
-            for k, v in _dict(d[key], f"{what}: {key}").items():
+            for k, v in object_field(f"{what}: {key}", d[key]).items():
                 check(v, f"{what}: {key}.{shown(k)}")
     timings = d.get("timings") or {}
     if "frames" in timings:
@@ -83,19 +83,13 @@ def check_record(d, what: str, partial: bool = False) -> dict:
     if "frame_seconds" in timings:
         bounded(f"{what}: timings.frame_seconds", timings["frame_seconds"], 0, 10)
     if "comparison" in d:
-        _comparison(_dict(d["comparison"], f"{what}: comparison"), f"{what}: comparison")
+        _comparison(object_field(f"{what}: comparison", d["comparison"]), f"{what}: comparison")
     if "chunks" in d:
         if not isinstance(d["chunks"], list):
             raise InputError(f"{what}: chunks: a list is needed, not {type(d['chunks']).__name__}")
         for i, chunk in enumerate(d["chunks"]):
-            _chunk(_dict(chunk, f"{what}: chunks[{i}]"), f"{what}: chunks[{i}]")
+            _chunk(object_field(f"{what}: chunks[{i}]", chunk), f"{what}: chunks[{i}]")
     return d
-
-
-def _dict(value, what: str) -> dict:
-    if not isinstance(value, dict):
-        raise InputError(f"{what}: an object is needed, not {type(value).__name__}")
-    return value
 
 
 def _text(value, what: str) -> None:
@@ -131,7 +125,7 @@ def _request(r: dict, what: str) -> None:
         _optional_text(r.get(key), f"{what}.{key}")
     if r.get("streaming_text") is not None and not isinstance(r["streaming_text"], bool):
         raise InputError(f"{what}.streaming_text: true or false is needed")
-    for k, v in _dict(r.get("chunk_seeds", {}), f"{what}.chunk_seeds").items():
+    for k, v in object_field(f"{what}.chunk_seeds", r.get("chunk_seeds", {})).items():
         if not re.fullmatch(r"[0-9]{1,9}", k):
             raise InputError(f"{what}.chunk_seeds: {shown(k)} is not a chunk's number")
         _seed(v, f"{what}.chunk_seeds.{k}")
@@ -153,7 +147,7 @@ def _comparison(c: dict, what: str) -> None:
     d = c.get("difference")
     if d is None:
         return
-    d = _dict(d, f"{what}.difference")
+    d = object_field(f"{what}.difference", d)
     if not isinstance(d.get("codes_identical"), bool):
         raise InputError(f"{what}.difference.codes_identical: true or false is needed")
     if d.get("first_divergent_frame") is not None:

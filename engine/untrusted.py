@@ -150,6 +150,13 @@ def bounded(what: str, value, low: float, high: float, integer: bool = False):
     return value
 
 
+def object_field(what: str, value) -> dict:
+    """`value` as a JSON object (a dict); InputError naming `what` otherwise."""
+    if not isinstance(value, dict):
+        raise InputError(f"{what}: an object is needed, not {type(value).__name__}")
+    return value
+
+
 def text_field(what: str, value, max_chars: int, allow_empty: bool = True) -> str:
     if not isinstance(value, str):
         raise InputError(f"{what}: text is needed, not {type(value).__name__}")

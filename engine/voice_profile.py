@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import atomic_path
-from .untrusted import InputError, bounded, loads, read_bytes, shown, text_field
+from .untrusted import InputError, bounded, loads, object_field, read_bytes, shown, text_field
 
 FORMAT, PROFILE_VERSION = "kazeia-voice", 1
 # A profile is ~50 KB and an exported one adds a preview (a short sentence): the limits leave room
@@ -157,7 +157,7 @@ def check_meta(meta, arrays: dict, what: str) -> None:
     version = meta.get("version")
     if version != PROFILE_VERSION or isinstance(version, bool):
         raise InputError(f"{what}: voice profile version {shown(version)}, this build reads {PROFILE_VERSION}")
-    model = _dict(meta.get("model"), f"{what}: meta.model")
+    model = object_field(f"{what}: meta.model", meta.get("model"))
     for key in ("name", "variant"):
         text_field(f"{what}: meta.model.{key}", model.get(key), MAX_SHORT)
     size = model.get("size")
@@ -169,7 +169,7 @@ def check_meta(meta, arrays: dict, what: str) -> None:
         text_field(f"{what}: meta.ref_text", ref_text, MAX_TEXT)
     about = meta.get("about")
     if about is not None:
-        check_about(_dict(about, f"{what}: meta.about"), f"{what}: meta.about")
+        check_about(object_field(f"{what}: meta.about", about), f"{what}: meta.about")
 
     x = arrays["x_vector"]
     if x.ndim != 1 or len(x) != hidden:
@@ -185,7 +185,7 @@ def check_meta(meta, arrays: dict, what: str) -> None:
         raise InputError(f"{what}: " + ("meta.preview: there is no preview audio" if preview is None
                                         else "preview: audio without meta.preview (its sample rate)"))
     if info is not None:
-        info = _dict(info, f"{what}: meta.preview")
+        info = object_field(f"{what}: meta.preview", info)
         bounded(f"{what}: meta.preview.sample_rate", info.get("sample_rate"), *SAMPLE_RATES, integer=True)
         text_field(f"{what}: meta.preview.text", info.get("text", ""), MAX_TEXT)
         if preview.ndim != 1 or len(preview) == 0:
@@ -208,7 +208,7 @@ def check_about(about: dict, what: str) -> dict:
             bounded(f"{what}.{key}", about[key], *TIME_RANGE)
     origin = about.get("origin")
     if origin is not None:
-        for key, value in _dict(origin, f"{what}.origin").items():
+        for key, value in object_field(f"{what}.origin", origin).items():
             if len(key) > MAX_SHORT:
                 raise InputError(f"{what}.origin: a key of {len(key):,} characters")
             if isinstance(value, (dict, list)):
@@ -216,12 +216,6 @@ def check_about(about: dict, what: str) -> dict:
             if isinstance(value, float) and not math.isfinite(value):
                 raise InputError(f"{what}.origin.{shown(key)}: not a finite number")
     return about
-
-
-def _dict(value, what: str) -> dict:
-    if not isinstance(value, dict):
-        raise InputError(f"{what}: an object is needed, not {type(value).__name__}")
-    return value
 
 
 def write_profile(path: str | os.PathLike, meta: dict, arrays: dict) -> Path:
