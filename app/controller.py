@@ -219,7 +219,7 @@ def _load(worker: _Worker, job: Job, path: str, threads, placement, out_type: st
 
 def _pull(worker, job: Job, source: str):
     """A download, verified, converted and registered (`kazeia pull`'s steps); on the service thread."""
-    from kazeia.engine.errors import PullCancelled, PullError
+    from kazeia.engine.model_files.errors import PullCancelled, PullError
     from kazeia.engine.models.pull import pull_model
     try:
         return pull_model(source, on_progress=job.progress.emit, cancel=job.cancelled, on_note=job.status.emit)
@@ -296,7 +296,7 @@ def _typed_take(worker: _Worker, job: Job, request: TakeRequest) -> TakeOutcome:
 def _script(worker: _Worker, job: Job, request: dict):
     """A script through the render core (as `kazeia render`): all lines (those done and unchanged
     are kept) or the given ids (rendered again)."""
-    from kazeia.engine.render import LocalExecutor, RenderOptions, plan_render, render
+    from kazeia.engine.script.render import LocalExecutor, RenderOptions, plan_render, render
     engine = worker.require_engine()
     options = RenderOptions(Path(request["out_dir"]), fmt=request["fmt"], batch=int(request["batch"]), resume=True,
                             skip_invalid=True)
@@ -314,13 +314,13 @@ def _book(worker: _Worker, job: Job, request: dict):
     """A book through the book core (as `kazeia book`), in the window's voice and sampling (its seed
     and frame limit too); resumes what the folder holds. Progress goes out as plain snapshots (the
     Progress object stays on this thread)."""
-    from kazeia.engine.loudness import LoudnessTarget
+    from kazeia.engine.takes.loudness import LoudnessTarget
     from kazeia.engine.book.render import BookOptions, plan_book, render_book
     from kazeia.engine.book.source import read_book
     engine = worker.require_engine()
     voice = None
     if request.get("voice_profile"):
-        from kazeia.engine.voice import load_voice
+        from kazeia.engine.voices.voice import load_voice
         voice = load_voice(request["voice_profile"], engine.model)
     options = BookOptions(Path(request["out_dir"]), formats=tuple(request["formats"]), m4b=request["m4b"],
                           loudness=LoudnessTarget(request["loudness"], -3.0, request["per"]),
@@ -349,9 +349,9 @@ def _voice(worker: _Worker, job: Job, name: str, audio_path: str, transcript, ou
 def _keep_voice(worker: _Worker, job: Job, record: dict, audio, sample_rate: int, model_paths: list[str], name: str,
                 library_folder: str) -> list[str]:
     """A take's voice kept with each Base model given (the loaded one is used as it is)."""
-    from kazeia.engine.keep_voice import keep_voice, reference_from_take
-    from kazeia.engine.model_file import open_model
-    from kazeia.engine.voice_library import VoiceLibrary
+    from kazeia.engine.voices.keep_voice import keep_voice, reference_from_take
+    from kazeia.engine.model_files.model_file import open_model
+    from kazeia.engine.voices.voice_library import VoiceLibrary
     reference = reference_from_take(audio, sample_rate, record, f"take {record.get('name') or record.get('id')}")
     engine = worker.engine
     models = [engine.model if engine is not None and str(engine.info.path) == p else open_model(p) for p in model_paths]

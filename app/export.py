@@ -34,8 +34,8 @@ def export_take(take: Take, audio: np.ndarray, path: Path, fmt: str = "wav-float
     write_audio(path, audio, take.sample_rate, subtype=subtype, title=take.name or take.text, params=params)
     atomic_write_text(path.with_suffix(path.suffix + ".json"), json.dumps(params, indent=1))   # the whole record
     if take.chunks:
-        from kazeia.engine.book.assemble import Cue
-        from kazeia.engine.book.subtitles import write_subtitles
+        from kazeia.engine.long_take.assemble import Cue
+        from kazeia.engine.long_take.subtitles import write_subtitles
         cues = [Cue(c["span"][0], c["span"][1], " ".join(c["written"].split()), c["index"]) for c in take.chunks]
         for kind in ("srt", "vtt"):
             write_subtitles(path.with_suffix(f".{kind}"), cues, take.sample_rate)

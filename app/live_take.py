@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from kazeia.engine.placement import stage_lines
+from kazeia.engine.synthesis.placement import stage_lines
 
 from .takes import Take
 

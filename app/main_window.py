@@ -16,7 +16,7 @@ from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import (QDialog, QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox, QPlainTextEdit,
                                QScrollArea, QVBoxLayout, QWidget)
 
-from kazeia.engine.gguf_file import FILE_TYPES
+from kazeia.engine.model_files.gguf_file import FILE_TYPES
 from kazeia.resources import icon_path
 
 from . import theme, touch

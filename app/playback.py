@@ -7,7 +7,7 @@ import numpy as np
 import soundfile
 from PySide6.QtCore import QObject, Signal
 
-from kazeia.engine.loudness import matched_gain
+from kazeia.engine.takes.loudness import matched_gain
 
 
 class Playback(QObject):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from kazeia.engine.placement import silent_cpu_stages
+from kazeia.engine.synthesis.placement import silent_cpu_stages
 
 from .controller import EngineController
 from .live_take import LiveTake

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kazeia.engine.voice_library import VoiceLibrary
+from kazeia.engine.voices.voice_library import VoiceLibrary
 
 from .comparison import PlacementComparison, difference_text
 from .take_request import TakeRequest

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kazeia.engine.requests import Request, SamplingParams
+from kazeia.engine.synthesis.requests import Request, SamplingParams
 
 
 @dataclass(frozen=True)

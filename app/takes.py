@@ -1,6 +1,6 @@
 """Takes: every generation kept with its text, voice, parameters, seed, model, placement and
 timings; saved in the user's data folder (index + one WAV per take, written atomically). The index is
-read as outside input (engine/take_record.py): a take whose record is damaged is recovered from its
+read as outside input (engine/takes/take_record.py): a take whose record is damaged is recovered from its
 audio, and the index as it was is kept aside, so no take is lost to a bad file."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import numpy as np
 import soundfile
 
 from kazeia.engine.atomic import atomic_path
-from kazeia.engine.placement import STAGES
-from kazeia.engine.take_record import TAKE_ID, check_record, read_index
+from kazeia.engine.synthesis.placement import STAGES
+from kazeia.engine.takes.take_record import TAKE_ID, check_record, read_index
 from kazeia.engine.untrusted import InputError
 from kazeia.engine.user_dirs import data_dir
 

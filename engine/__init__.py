@@ -1,17 +1,17 @@
 """Kazeia engine: model files, conversion, synthesis and the `kazeia` command line."""
 from kazeia import _native
 
-from .audio_stream import AudioStream
-from .convert import ConversionReport, convert, converted_checkpoint
-from .demo import demo_model_path, resolve_model
-from .errors import ConversionError, ModelLoadError
-from .model_file import ModelFile, ModelInfo, Speaker, open_model
-from .prompt import Voice
-from .random_model import make_random_model
-from .requests import Chunk, Request, Result, SamplingParams, Timings
-from .speech_decoder import DecoderSession, SpeechDecoder
-from .synthesis import Engine
-from .voice import create_voice, load_voice, save_voice, voice_profile_info
+from .synthesis.audio_stream import AudioStream
+from .model_files.convert import ConversionReport, convert, converted_checkpoint
+from .model_files.demo import demo_model_path, resolve_model
+from .model_files.errors import ConversionError, ModelLoadError
+from .model_files.model_file import ModelFile, ModelInfo, Speaker, open_model
+from .synthesis.prompt import Voice
+from .model_files.random_model import make_random_model
+from .synthesis.requests import Chunk, Request, Result, SamplingParams, Timings
+from .synthesis.speech_decoder import DecoderSession, SpeechDecoder
+from .synthesis.engine import Engine
+from .voices.voice import create_voice, load_voice, save_voice, voice_profile_info
 
 
 def devices() -> list[dict]:

@@ -1,5 +1,5 @@
 """Process figures every measurement reports the same way: the workbench's peak memory per take, the
-benches, and the reference scripts other interpreters run from engine/peer_scripts/ (standard
+benches, and the reference scripts other interpreters run from peers/ (standard
 library only, so those can import it by path)."""
 import os
 import resource

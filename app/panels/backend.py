@@ -6,9 +6,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QSlider,
                                QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
-from kazeia.engine.placement import MEANINGS, MODES, STAGES, TABLET_NAMES, mode_status
+from kazeia.engine.synthesis.placement import MEANINGS, MODES, STAGES, TABLET_NAMES, mode_status
 from kazeia.engine.platform_info import cpu_level, describe_cpu_level, ggml_build
-from kazeia.engine.threads import available_cores
+from kazeia.engine.synthesis.threads import available_cores
 
 from ..elided_label import ElidedLabel
 from ..flow_layout import FlowLayout

@@ -1,5 +1,5 @@
 """The Blind test dialog: two takes (a placement comparison's pair, two voices, two weight types) in an
-ABX or a blind preference test (engine/blind_test.py). Which take is A and which is B is drawn from the
+ABX or a blind preference test (engine/takes/blind_test.py). Which take is A and which is B is drawn from the
 test's seed, and nothing in the dialog names a take until the last answer: the buttons say A, B, X (or
 1, 2), the title says the trial. Both takes are loudness-matched and every sound plays from where the
 last one was (switching mid-phrase is how small differences are heard). Keys: A, B, X (or 1, 2) play,
@@ -14,8 +14,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QDialog, QFileDialog, QFormLayout, QGridLayout, QHBoxLayout, QLabel,
                                QListWidget, QPushButton, QSpinBox, QStackedWidget, QVBoxLayout, QWidget)
 
-from kazeia.engine.blind_test import DEFAULT_TRIALS, BlindTest, saved_tests
-from kazeia.engine.loudness import matched_gain
+from kazeia.engine.takes.blind_test import DEFAULT_TRIALS, BlindTest, saved_tests
+from kazeia.engine.takes.loudness import matched_gain
 
 from ..touch import HIT_TARGET
 from .base import wrapping_label

@@ -9,7 +9,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
                                QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
-from kazeia.engine.placement import MEANINGS, MODES, STAGES, mode_status
+from kazeia.engine.synthesis.placement import MEANINGS, MODES, STAGES, mode_status
 
 from ..comparison import difference_text
 from .base import Panel, watch, wrapping_label

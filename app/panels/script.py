@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
                                QPushButton, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
 from kazeia.engine.audio_io import NAMED_FORMATS
-from kazeia.engine.render import read_manifest, set_override
-from kazeia.engine.script import ScriptError, read_script
+from kazeia.engine.script.render import read_manifest, set_override
+from kazeia.engine.script.lines import ScriptError, read_script
 
 from ..elided_label import ElidedLabel
 from .base import Panel, watch, wrapping_label

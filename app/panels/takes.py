@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDia
                                QFrame, QInputDialog, QLabel, QLineEdit, QMenu, QMessageBox, QPushButton, QScrollArea,
                                QSplitter, QTableView, QVBoxLayout)
 
-from kazeia.engine.placement import STAGES
+from kazeia.engine.synthesis.placement import STAGES
 
 from ..export import FORMATS, export_takes
 from ..touch import TapAndHold

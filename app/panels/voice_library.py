@@ -1,4 +1,4 @@
-"""The voice library (engine/voice_library.py, shared with `kazeia say --voice NAME` and `kazeia serve`):
+"""The voice library (engine/voices/voice_library.py, shared with `kazeia say --voice NAME` and `kazeia serve`):
 every profile with its size, kind, source (a recording, a designed voice kept from a take...), language,
 tags and notes; a search over all of them; preview (a short sentence, cached), notes and tags, rename,
 delete (asks first), export and import (one file with the profile and its preview) here or asked of the

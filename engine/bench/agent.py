@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 from ..serve.app import ServerSettings, create_app
 from ..serve.local import LocalServer
 from ..serve.voices import VoiceBook
-from ..synthesis import Engine
+from ..synthesis.engine import Engine
 from ..text.sentences import split_sentences
-from ..threads import available_cores, default_threads
+from ..synthesis.threads import available_cores, default_threads
 from .models import model_path_for
 from .serve import percentile
 
@@ -154,7 +154,7 @@ def _until_still(engine: Engine, quiet_s: float = 0.3) -> None:
 
 def waiting_cost(engine: Engine, voice: str, frames: int, waiting: int, runs: int) -> dict:
     """ms per frame of one stream alone, and beside `waiting` streams with nothing left to read."""
-    from ..requests import SamplingParams
+    from ..synthesis.requests import SamplingParams
     sampling = SamplingParams.from_model(engine.info, max_frames=frames)
     times: dict[str, list[float]] = {"alone": [], "beside_waiting": []}
     for _ in range(runs):

@@ -10,9 +10,9 @@ import time
 import numpy as np
 
 from ..proc_stats import peak_rss_mb, reset_peak_rss
-from ..requests import Request, SamplingParams
-from ..synthesis import Engine
-from ..threads import available_cores, default_threads
+from ..synthesis.requests import Request, SamplingParams
+from ..synthesis.engine import Engine
+from ..synthesis.threads import available_cores, default_threads
 from .models import model_path_for
 from .text import BENCH_TEXT
 

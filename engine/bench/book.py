@@ -21,9 +21,9 @@ from statistics import median_low
 
 from ..book.render import WORK, BookOptions, plan_book, render_book
 from ..book.source import read_book
-from ..requests import SamplingParams
-from ..synthesis import Engine
-from ..threads import available_cores, default_threads
+from ..synthesis.requests import SamplingParams
+from ..synthesis.engine import Engine
+from ..synthesis.threads import available_cores, default_threads
 from .models import model_path_for
 from .text import LONG_TEXT
 

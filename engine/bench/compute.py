@@ -14,7 +14,7 @@ import numpy as np
 
 from kazeia import _native_checks
 
-from ..speech_decoder import DecoderSession, SpeechDecoder
+from ..synthesis.speech_decoder import DecoderSession, SpeechDecoder
 
 # A large product of the kind the vocoder's convolutions make (weights [out, in x taps], time columns).
 PEAK_SHAPE = {"rows": 1024, "cols": 4096, "n": 256}

@@ -11,9 +11,9 @@ import subprocess
 import sys
 import time
 
-from ..requests import SamplingParams
-from ..synthesis import Engine
-from ..threads import available_cores, default_threads
+from ..synthesis.requests import SamplingParams
+from ..synthesis.engine import Engine
+from ..synthesis.threads import available_cores, default_threads
 from .models import model_path_for
 from .text import BENCH_TEXT
 

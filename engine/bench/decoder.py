@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 
-from ..model_file import open_model
-from ..speech_decoder import SpeechDecoder
-from ..threads import available_cores, default_threads
+from ..model_files.model_file import open_model
+from ..synthesis.speech_decoder import SpeechDecoder
+from ..synthesis.threads import available_cores, default_threads
 from .compute import decoder_compute
 from ..accuracy import snr_db
 from .models import converted, decoder_type_of, model_path_for, same_size, shared_checkpoint

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..accuracy import LOGIT_STAGES, logit_divergence, stage_gates
-from ..requests import SamplingParams
-from ..synthesis import Engine
+from ..synthesis.requests import SamplingParams
+from ..synthesis.engine import Engine
 from .text import BENCH_TEXT
 
 def divergence(ref: Engine, other: Engine, frames: int) -> dict:

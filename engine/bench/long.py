@@ -10,11 +10,11 @@ import time
 from statistics import median_low
 from dataclasses import replace
 
-from ..long_text import speak
-from ..requests import SamplingParams
-from ..synthesis import Engine
+from ..synthesis.long_text import speak
+from ..synthesis.requests import SamplingParams
+from ..synthesis.engine import Engine
 from ..text.compose import Cast, compose
-from ..threads import available_cores, default_threads
+from ..synthesis.threads import available_cores, default_threads
 from .models import model_path_for
 from .text import LONG_TEXT
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..convert import convert
-from ..demo import cache_dir
-from ..gguf_file import TypeMix
-from ..random_checkpoint import make_random_checkpoint
-from ..random_model import make_random_model
+from ..model_files.convert import convert
+from ..model_files.demo import cache_dir
+from ..model_files.gguf_file import TypeMix
+from ..model_files.random_checkpoint import make_random_checkpoint
+from ..model_files.random_model import make_random_model
 from .text import SHARED_SEED
 
 
@@ -32,7 +32,7 @@ def bench_model(size: str, decoder_type: str, progress: bool, out_type: str = "q
 def model_path_for(model: str | None, size: str, decoder_type: str, progress: bool, out_type: str) -> Path:
     """--model (a file, or "demo"), else the cached random model of --size."""
     if model:
-        from ..demo import resolve_model
+        from ..model_files.demo import resolve_model
         return resolve_model(model)
     return bench_model(size, decoder_type, progress, out_type=out_type)
 
@@ -45,7 +45,7 @@ def decoder_type_of(info) -> str:
 def same_size(info, size: str) -> bool:
     """Whether a model has the dimensions of the random models of `size` (what the reference and peers
     are built at): comparing across sizes made a tiny model look 151x faster than a 0.6B reference."""
-    from ..random_model import _TALKER
+    from ..model_files.random_model import _TALKER
     return info.hparams["talker"]["hidden_size"] == _TALKER[size][0] and \
         info.hparams["talker"]["num_layers"] == _TALKER[size][2]
 

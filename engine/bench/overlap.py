@@ -8,10 +8,10 @@ import time
 
 import numpy as np
 
-from ..overlap import decoder_threads
-from ..requests import SamplingParams
-from ..synthesis import Engine
-from ..threads import available_cores, default_threads
+from ..synthesis.overlap import decoder_threads
+from ..synthesis.requests import SamplingParams
+from ..synthesis.engine import Engine
+from ..synthesis.threads import available_cores, default_threads
 from .models import decoder_type_of, model_path_for
 from .report import STAGES
 from .text import BENCH_TEXT

@@ -11,23 +11,34 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from ..model_file import ModelFile
-from ..random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config
+from ..model_files.model_file import ModelFile
+from ..model_files.random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config
 from .text import BENCH_TEXT
 
-PEER_SCRIPTS = Path(__file__).parents[1] / "peer_scripts"
 # qwen3synth's bundles come in fp32 and int4; int4 (4-bit LM weights, f32 vocoder) is its CPU choice
 QWEN3SYNTH_QUALITY = "int4"
 
 
-def _interpreter(env_var: str, venv: str) -> Path | None:
-    """$env_var, else <venv>/bin/python in the project folder (the one holding this interpreter's
-    .venv), beside the source tree, or in the working folder."""
+def _in_project(env_var: str, relative: str) -> Path | None:
+    """$env_var, else `relative` in the project folder (the one holding this interpreter's .venv),
+    beside the source tree, or in the working folder: the benches' peers live in the checkout, not in
+    the installed package."""
     env = os.environ.get(env_var)
-    candidates = [Path(env)] if env else [Path(sys.prefix).parent / venv / "bin" / "python",
-                                          Path(__file__).resolve().parents[2] / venv / "bin" / "python",
-                                          Path.cwd() / venv / "bin" / "python"]
+    candidates = [Path(env)] if env else [Path(sys.prefix).parent / relative,
+                                          Path(__file__).resolve().parents[2] / relative,
+                                          Path.cwd() / relative]
     return next((p for p in candidates if p.exists()), None)
+
+
+def _interpreter(env_var: str, venv: str) -> Path | None:
+    return _in_project(env_var, f"{venv}/bin/python")
+
+
+def peer_script(name: str) -> Path:
+    """A script of peers/ in the project folder ($KAZEIA_PEERS_DIR names another): a missing one
+    fails as its run would, with its path."""
+    folder = _in_project("KAZEIA_PEERS_DIR", "peers") or Path.cwd() / "peers"
+    return folder / name
 
 
 def reference_python() -> Path | None:
@@ -36,13 +47,13 @@ def reference_python() -> Path | None:
 
 
 def vox_python() -> Path | None:
-    """An interpreter with vox-tts: $KAZEIA_VOX_PYTHON, else .venv-vox (engine/peer_scripts/setup_vox.sh)."""
+    """An interpreter with vox-tts: $KAZEIA_VOX_PYTHON, else .venv-vox (peers/setup_vox.sh)."""
     return _interpreter("KAZEIA_VOX_PYTHON", ".venv-vox")
 
 
 def onnxruntime_python() -> Path | None:
     """An interpreter with ONNX Runtime, qwen3synth and the reference (to export its graphs):
-    $KAZEIA_ORT_PYTHON, else .venv-ort (engine/peer_scripts/setup_ort.sh)."""
+    $KAZEIA_ORT_PYTHON, else .venv-ort (peers/setup_ort.sh)."""
     return _interpreter("KAZEIA_ORT_PYTHON", ".venv-ort")
 
 
@@ -53,11 +64,11 @@ def pipeline_peers(checkpoint: Path, threads: int) -> dict[str, Callable[[int], 
     peers = {}
     if vox_python() is not None:
         peers["vox"] = lambda frames: run_script(
-            vox_python(), "", PEER_SCRIPTS / "vox_bench.py", checkpoint, checkpoint.parent / "vox-models", frames,
+            vox_python(), "", peer_script("vox_bench.py"), checkpoint, checkpoint.parent / "vox-models", frames,
             threads, BENCH_TEXT, "vivian", "english")
     if onnxruntime_python() is not None:
         peers["qwen3synth"] = lambda frames: run_script(
-            onnxruntime_python(), "", PEER_SCRIPTS / "qwen3synth_bench.py", checkpoint,
+            onnxruntime_python(), "", peer_script("qwen3synth_bench.py"), checkpoint,
             checkpoint.parent / "qwen3synth-bundles", QWEN3SYNTH_QUALITY, frames, threads, BENCH_TEXT, "english")
     return peers
 
@@ -70,14 +81,14 @@ def onnxruntime_decoder(tokenizer_dir: Path, codes, threads: int, runs: int) -> 
         codes_path, wav_path = Path(tmp) / "codes.npy", Path(tmp) / "wav.npy"
         np.save(codes_path, np.asarray(codes, np.int32))
         r = run_script(onnxruntime_python(), "no ONNX Runtime interpreter (set KAZEIA_ORT_PYTHON or run "
-                                             "engine/peer_scripts/setup_ort.sh)",
-                       PEER_SCRIPTS / "ort_decoder_bench.py", tokenizer_dir, codes_path, threads, runs, wav_path)
+                                             "peers/setup_ort.sh)",
+                       peer_script("ort_decoder_bench.py"), tokenizer_dir, codes_path, threads, runs, wav_path)
         return r, np.load(wav_path) if r.get("available") else None
 
 
 def run_reference_script(script: str, *args) -> dict:
     return run_script(reference_python(), "no reference interpreter (set KAZEIA_REF_PYTHON or run "
-                                           "tests/reference/setup_venv.sh)", PEER_SCRIPTS / script, *args)
+                                           "tests/reference/setup_venv.sh)", peer_script(script), *args)
 
 
 def run_script(py: Path | None, missing: str, script: Path, *args) -> dict:

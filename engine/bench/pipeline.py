@@ -10,12 +10,12 @@ import time
 
 import numpy as np
 
-from ..gguf_file import TypeMix
-from ..model_file import ModelFile
+from ..model_files.gguf_file import TypeMix
+from ..model_files.model_file import ModelFile
 from ..proc_stats import peak_rss_mb, reset_peak_rss
-from ..requests import SamplingParams
-from ..synthesis import Engine
-from ..threads import available_cores, default_threads
+from ..synthesis.requests import SamplingParams
+from ..synthesis.engine import Engine
+from ..synthesis.threads import available_cores, default_threads
 from .compute import decoder_compute
 from .divergence import divergence
 from .models import bench_model, converted, decoder_type_of, model_path_for, same_size, shared_checkpoint
@@ -81,7 +81,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     if model_path and divergence_types:
         raise ValueError("--divergence compares the bench's own models of every type; it cannot use --model")
     # with a peer engine installed, every engine runs the same Hugging Face checkpoint
-    shared, why_not_shared = None, "no peer engine installed (engine/peer_scripts/setup_vox.sh, setup_ort.sh)"
+    shared, why_not_shared = None, "no peer engine installed (peers/setup_vox.sh, setup_ort.sh)"
     installed = vox_python() is not None or onnxruntime_python() is not None
     if model_path:
         why_not_shared = "a model file was given"

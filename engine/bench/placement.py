@@ -7,10 +7,10 @@ timings only say that it ran: accuracy is what counts there."""
 from __future__ import annotations
 
 from ..accuracy import GATE_KL, GATE_SNR_DB, GATE_TOP5, decoder_snr_db, logit_divergence, stage_gates
-from ..placement import MODES, mode_status, silent_cpu_stages, stage_lines
-from ..requests import SamplingParams
-from ..synthesis import Engine
-from ..threads import default_threads
+from ..synthesis.placement import MODES, mode_status, silent_cpu_stages, stage_lines
+from ..synthesis.requests import SamplingParams
+from ..synthesis.engine import Engine
+from ..synthesis.threads import default_threads
 from .models import bench_model
 from .text import BENCH_TEXT
 

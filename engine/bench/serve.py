@@ -12,8 +12,8 @@ from ..serve.app import ServerSettings, create_app
 from .load_clients import clients as run_clients
 from ..serve.local import LocalServer
 from ..serve.voices import VoiceBook
-from ..synthesis import Engine
-from ..threads import available_cores, default_threads
+from ..synthesis.engine import Engine
+from ..synthesis.threads import available_cores, default_threads
 from .models import model_path_for
 
 

@@ -19,20 +19,20 @@ from typing import Callable
 import numpy as np
 
 from ..atomic import atomic_path, atomic_write_text
-from ..long_text import chunk_request
-from ..requests import MAX_BATCH, SamplingParams
+from ..synthesis.long_text import chunk_request
+from ..synthesis.requests import MAX_BATCH, SamplingParams
 from ..text.compose import Cast, Composition, Pauses, chunk_seed, compose
 from ..text.join import JoinSettings
 from ..text.markup import MarkupError
 from ..text.sentences import Budget
 from ..untrusted import fresh_folder
-from .assemble import Assembled, Cue, assemble
-from .chunks import ChunkJob, ChunkStore, make_chunks, model_identity, request_digest
+from ..long_take.assemble import Assembled, Cue, assemble
+from ..long_take.chunks import ChunkJob, ChunkStore, make_chunks, model_identity, request_digest
 from .export import (CHAPTER_FORMATS, ExportChapter, book_name, chapter_path, remove_partials, write_chapter,
                      write_m4b)
-from ..loudness import LoudnessTarget, gain_db, integrated_loudness
+from ..takes.loudness import LoudnessTarget, gain_db, integrated_loudness
 from .source import Book, BookError, Chapter
-from .subtitles import write_subtitles
+from ..long_take.subtitles import write_subtitles
 
 WORK = ".kazeia-book"
 SUBTITLE_FORMATS = ("srt", "vtt")
@@ -147,7 +147,7 @@ def set_redo_seed(out_dir: str | Path, chapter: int, chunk: int, seed: int) -> N
 def plan_book(book: Book, engine, options: BookOptions) -> BookPlan:
     """Every chapter composed into chunks and every chunk's request checked; raises BookError listing
     every problem (markup with chapter, line and column; unknown voices; a chunk the model refuses)."""
-    from ..cast import model_cast
+    from ..voices.cast import model_cast
     options.validate()
     chapters = book.read_chapters
     wanted = options.chapters or list(range(1, len(chapters) + 1))
@@ -275,7 +275,7 @@ def _write_chapter(work: Path, planned: PlannedChapter, store: ChunkStore, join:
 def render_book(plan: BookPlan, engine, on_progress: Callable[[Progress], None] | None = None,
                 stop: Callable[[], bool] = lambda: False, executor=None) -> BookResult:
     """Speaks what is missing, writes each chapter as its chunks are all there, then the finished
-    files. `executor`: where the chunks are made (engine/cluster.py's RayExecutor; None: `engine`).
+    files. `executor`: where the chunks are made (engine/script/cluster.py's RayExecutor; None: `engine`).
     `stop()` true: the chunks in flight are dropped and the result says `stopped` (run again to
     resume)."""
     options, work = plan.options, plan.work

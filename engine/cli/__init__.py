@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..errors import ConversionError, ModelLoadError
+    from ..model_files.errors import ConversionError, ModelLoadError
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:   # plain `kazeia`: what it can do, not an error

@@ -1,5 +1,5 @@
 """`kazeia abx A B`: a blind listening test of two audio files in the terminal, on an audio output device
-(engine/blind_test.py; the workbench's Blind test dialog is the same test with buttons)."""
+(engine/takes/blind_test.py; the workbench's Blind test dialog is the same test with buttons)."""
 from __future__ import annotations
 
 import sys
@@ -82,8 +82,8 @@ class Player:
 
 
 def run(args) -> int:
-    from ..blind_test import BlindTest
-    from ..loudness import matched_gain
+    from ..takes.blind_test import BlindTest
+    from ..takes.loudness import matched_gain
     for path in (args.a, args.b):
         if not Path(path).is_file():
             raise ValueError(f"{path}: no such file")

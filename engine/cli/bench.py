@@ -6,8 +6,8 @@ from .options import (THREADS_HELP, batch_sizes, thread_count)
 
 
 def add_parser(sub) -> None:
-    from ..gguf_file import HALF_OR_F32, type_mix_arg
-    from ..random_model import SIZES
+    from ..model_files.gguf_file import HALF_OR_F32, type_mix_arg
+    from ..model_files.random_model import SIZES
     b = sub.add_parser("bench", help="benchmark on full-size random weights (JSON)")
     b.add_argument("--stage", choices=["all", "decoder"], default="all",
                    help="all: the whole pipeline per stage (default); decoder: the speech decoder alone")

@@ -95,12 +95,12 @@ def list_chapters(book) -> None:
 def run(args) -> int:
     from dataclasses import replace
 
-    from ..loudness import LoudnessTarget
+    from ..takes.loudness import LoudnessTarget
     from ..book.render import BookOptions, clock, plan_book, render_book, set_redo_seed
     from ..book.source import BookError, read_book
-    from ..demo import resolve_model
-    from ..requests import SamplingParams
-    from ..synthesis import Engine
+    from ..model_files.demo import resolve_model
+    from ..synthesis.requests import SamplingParams
+    from ..synthesis.engine import Engine
     from ..text.compose import Pauses
     from ..text.sentences import Budget
     from ..untrusted import InputError
@@ -135,7 +135,7 @@ def run(args) -> int:
     engine = Engine.load(model_path, threads=args.threads, placement=args.placement)
     voice = None
     if args.voice:
-        from ..voice_library import load_named_voice
+        from ..voices.voice_library import load_named_voice
         voice = load_named_voice(args.voice, engine.model)
     options = replace(options, voice=voice, lexicon=lexicon, sampling=SamplingParams.from_model(engine.info))
     try:
@@ -165,7 +165,7 @@ def run(args) -> int:
     executor = None
     try:
         if args.ray is not None:
-            from ..cluster import RayExecutor
+            from ..script.cluster import RayExecutor
             executor = RayExecutor(model_path, address=None if args.ray == "local" else args.ray, batch=args.batch,
                                    threads=args.threads, node_model=args.node_model, placement=args.placement)
         result = render_book(plan, engine, on_progress, executor=executor)

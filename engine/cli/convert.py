@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def add_parser(sub) -> None:
-    from ..gguf_file import FILE_TYPES, HALF_OR_F32, type_mix_arg
+    from ..model_files.gguf_file import FILE_TYPES, HALF_OR_F32, type_mix_arg
     c = sub.add_parser("convert", help="convert a released Qwen3-TTS checkpoint folder into one GGUF file")
     c.add_argument("hf_dir", help="checkpoint folder (config.json, model.safetensors, speech_tokenizer/, ...)")
     c.add_argument("-o", "--output", required=True, help="GGUF file to write")
@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..convert import convert
+    from ..model_files.convert import convert
     report = convert(args.hf_dir, args.output, out_type=args.type, progress=not args.quiet,
                      decoder_type=args.decoder_type)
     types = ", ".join(f"{n} {t}" for t, n in sorted(report.types.items()))

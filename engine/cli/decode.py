@@ -23,9 +23,9 @@ def run(args) -> int:
     import numpy as np
 
     from ..audio_io import write_audio
-    from ..demo import resolve_model
-    from ..model_file import open_model
-    from ..speech_decoder import SpeechDecoder
+    from ..model_files.demo import resolve_model
+    from ..model_files.model_file import open_model
+    from ..synthesis.speech_decoder import SpeechDecoder
     model = open_model(resolve_model(args.model))
     try:
         codes = np.load(args.codes, allow_pickle=False)

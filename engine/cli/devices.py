@@ -43,7 +43,7 @@ def run(args) -> int:
             caps.append(f"host_buffer {d['host_buffer_type']}")
         print(f"{d['name']:<10} {d['type']:<6} {d['description']}  "
               f"memory {d['memory_free'] / 2**30:.1f}/{d['memory_total'] / 2**30:.1f} GiB  caps: {', '.join(caps) or '-'}")
-    from ..placement import mode_status
+    from ..synthesis.placement import mode_status
     print("placement modes:")
     for status in mode_status(devices).values():
         print(f"  {status.mode:<14} {'available' if status.available else 'unavailable'}: {status.reason}")
@@ -56,10 +56,10 @@ def _check_placements(model: str) -> int:
     import numpy as np
 
     from ..accuracy import snr_db
-    from ..demo import resolve_model
-    from ..requests import SamplingParams
-    from ..synthesis import Engine
-    from ..placement import MODES, mode_status, silent_cpu_stages, stage_lines
+    from ..model_files.demo import resolve_model
+    from ..synthesis.requests import SamplingParams
+    from ..synthesis.engine import Engine
+    from ..synthesis.placement import MODES, mode_status, silent_cpu_stages, stage_lines
     engine = Engine.load(resolve_model(model))
     sampling = SamplingParams.from_model(engine.info, max_frames=8).greedy()
     request = dict(speaker=engine.info.speakers[0].name) if engine.info.speakers else {}

@@ -13,8 +13,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..demo import resolve_model
-    from ..model_file import open_model
+    from ..model_files.demo import resolve_model
+    from ..model_files.model_file import open_model
     info = open_model(resolve_model(args.model)).info
     if args.json:
         d = {k: v for k, v in info.__dict__.items()}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 
 def add_parser(sub) -> None:
-    from ..gguf_file import HALF_OR_F32, type_mix_arg
-    from ..random_model import SIZES, VARIANTS
+    from ..model_files.gguf_file import HALF_OR_F32, type_mix_arg
+    from ..model_files.random_model import SIZES, VARIANTS
     r = sub.add_parser("make-random-model", help="write a model with deterministic random weights (no torch)")
     r.add_argument("-o", "--output", required=True)
     r.add_argument("--size", choices=SIZES, default="tiny")
@@ -20,8 +20,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..model_file import open_model
-    from ..random_model import make_random_model
+    from ..model_files.model_file import open_model
+    from ..model_files.random_model import make_random_model
     path = make_random_model(args.output, size=args.size, variant=args.variant, seed=args.seed,
                              out_type=args.type, progress=not args.quiet, decoder_type=args.decoder_type)
     print(open_model(path).info.summary())

@@ -41,7 +41,7 @@ def as_options(check, names: dict[str, str]) -> None:
 def check_sampling(seed: int, **given) -> None:
     """The command line's sampling numbers (those given; None: the model's own) checked before the
     model loads: a NaN temperature or a top-k past any vocabulary fails at once, naming the option."""
-    from ..requests import SamplingParams
+    from ..synthesis.requests import SamplingParams
     try:
         SamplingParams(seed=seed, **{k: v for k, v in given.items() if v is not None}).validate()
     except ValueError as e:   # ("top_k must be ..." said as the option: "--top-k must be ...")
@@ -60,7 +60,7 @@ def check_output_path(path: str) -> None:
         raise ValueError(f"{path} is a folder: give a file name (.wav or .flac)")
 
 def thread_count(text: str) -> int:
-    from ..threads import check_threads
+    from ..synthesis.threads import check_threads
     try:
         return check_threads(int(text))
     except ValueError as e:

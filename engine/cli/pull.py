@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def add_parser(sub) -> None:
-    from ..gguf_file import HALF_OR_F32, type_mix_arg
+    from ..model_files.gguf_file import HALF_OR_F32, type_mix_arg
     pl = sub.add_parser("pull", help="download a released checkpoint, verify it, convert it and register it by name",
                         description="Downloads with huggingface_hub into its cache (HF_ENDPOINT, HF_TOKEN, HF_HOME, "
                                     "HF_HUB_OFFLINE apply), checks every file against the hub's hashes, converts to one "

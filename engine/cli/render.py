@@ -37,9 +37,9 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from tqdm import tqdm
 
-    from ..demo import resolve_model
-    from ..render import LocalExecutor, RenderOptions, plan_render, render
-    from ..synthesis import Engine
+    from ..model_files.demo import resolve_model
+    from ..script.render import LocalExecutor, RenderOptions, plan_render, render
+    from ..synthesis.engine import Engine
     model_path = resolve_model(args.model)
     engine = Engine.load(model_path, threads=args.threads)
     options = RenderOptions(Path(args.output), fmt=args.format, name=args.name, batch=args.batch,
@@ -55,7 +55,7 @@ def run(args) -> int:
     if plan.kept:
         print(f"resume: {len(plan.kept)} line(s) already rendered and unchanged", file=sys.stderr)
     if args.ray is not None:
-        from ..cluster import RayExecutor
+        from ..script.cluster import RayExecutor
         executor = RayExecutor(model_path, address=None if args.ray == "local" else args.ray, batch=args.batch,
                                threads=args.threads, node_model=args.node_model)
     else:

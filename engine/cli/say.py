@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..requests import MAX_BATCH
+from ..synthesis.requests import MAX_BATCH
 from .options import (DefaultsHelpFormatter, OVERLAP_HELP, PAUSE_OPTIONS, THREADS_HELP, as_options, check_output_path,
                       check_sampling, options_from, read_text_file, thread_count)
 
@@ -102,10 +102,10 @@ def say(o: SayOptions) -> int:
     import numpy as np
 
     from ..audio_io import write_audio
-    from ..demo import resolve_model
-    from ..long_text import one_prompt_text
-    from ..requests import SamplingParams
-    from ..synthesis import Engine
+    from ..model_files.demo import resolve_model
+    from ..synthesis.long_text import one_prompt_text
+    from ..synthesis.requests import SamplingParams
+    from ..synthesis.engine import Engine
     from ..text.join import JoinSettings
     text = o.text if o.text is not None else read_text_file(o.text_file)
     _check_numbers(o)
@@ -125,7 +125,7 @@ def say(o: SayOptions) -> int:
         sampling = sampling.greedy()
     voice = None
     if o.voice:
-        from ..voice_library import load_named_voice
+        from ..voices.voice_library import load_named_voice
         voice = load_named_voice(o.voice, engine.model)
     composition = _compose_for_say(engine, text, o, voice)
     prompt = one_prompt_text(text, composition, JoinSettings(trim_silence=o.trim_silence))
@@ -150,7 +150,7 @@ def say(o: SayOptions) -> int:
     if o.codes_out:
         np.save(o.codes_out, result.codes)
     if o.subtitles:   # (one prompt: one cue)
-        from ..book.assemble import Cue
+        from ..long_take.assemble import Cue
         _write_subtitles(o, [Cue(0, len(result.audio), " ".join(chunk.written.split()), 0)], result.sample_rate)
     _print_rewrites(composition)
     print(f"wrote {o.output}: {result.timings.audio_seconds:.2f} s of audio, stopped by {result.stop_reason}")
@@ -171,7 +171,7 @@ def _check_numbers(o: SayOptions) -> None:
 
 def _compose_for_say(engine, text: str, o: SayOptions, voice):
     """The text as chunks and pauses (text/compose.py) with the command's voice, cast and lexicon."""
-    from ..cast import load_cast, model_cast
+    from ..voices.cast import load_cast, model_cast
     from ..text.compose import Cast, Pauses, compose
     from ..text.sentences import Budget
     cast = load_cast(o.cast, engine.model) if o.cast else model_cast(engine.model)
@@ -192,7 +192,7 @@ def _say_long(engine, composition, sampling, o: SayOptions) -> int:
 
     import numpy as np
 
-    from ..book.take import write_take
+    from ..long_take.take import write_take
     from ..text.join import JoinSettings
     chunks = composition.chunks
     bar = None
@@ -224,7 +224,7 @@ def _say_long(engine, composition, sampling, o: SayOptions) -> int:
 
 
 def _write_subtitles(o: SayOptions, cues, sample_rate: int) -> None:
-    from ..book.subtitles import write_subtitles
+    from ..long_take.subtitles import write_subtitles
     for kind in o.subtitles or ():
         path = write_subtitles(Path(o.output).with_suffix(f".{kind}"), cues, sample_rate)
         print(f"wrote {path}")

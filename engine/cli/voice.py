@@ -1,5 +1,5 @@
-"""`kazeia voice`: the voice library (engine/voice_library.py): profiles made from a recording or kept
-from a take (engine/keep_voice.py), listed, searched, described, renamed, deleted, exported, imported."""
+"""`kazeia voice`: the voice library (engine/voices/voice_library.py): profiles made from a recording or kept
+from a take (engine/voices/keep_voice.py), listed, searched, described, renamed, deleted, exported, imported."""
 from __future__ import annotations
 
 import json
@@ -60,8 +60,8 @@ def add_parser(sub) -> None:
 
 
 def _base_models(args) -> list:
-    from ..demo import resolve_model
-    from ..model_file import open_model
+    from ..model_files.demo import resolve_model
+    from ..model_files.model_file import open_model
     if args.model:
         return [open_model(resolve_model(m)) for m in args.model]
     from ..models.registry import Registry
@@ -69,17 +69,17 @@ def _base_models(args) -> list:
 
 
 def create(args) -> int:
-    from ..voice_library import VoiceLibrary
+    from ..voices.voice_library import VoiceLibrary
     library = VoiceLibrary()
     about = {"notes": args.notes, "tags": sorted(set(args.tag)), "language": args.language}
     if args.from_take:
-        from ..keep_voice import keep_voice, read_take
+        from ..voices.keep_voice import keep_voice, read_take
         reference = read_take(args.from_take)
         models = _base_models(args)
         if args.output:
             if len(models) != 1:
                 raise ValueError("-o writes one profile: give one --model (a profile is for one Base model size)")
-            from ..voice import save_voice, voice_from_audio
+            from ..voices.voice import save_voice, voice_from_audio
             voice = voice_from_audio(models[0], reference.audio, args.text or reference.text or None, args.threads)
             save_voice(voice, args.output, models[0], {**about, "source": reference.source, "origin": reference.origin})
             print(f"wrote {args.output}: the voice of {args.from_take} for {models[0].info.path.name}")
@@ -93,9 +93,9 @@ def create(args) -> int:
         return 0
     if not args.model or len(args.model) != 1:
         raise ValueError("--audio needs one --model (a Base model)")
-    from ..demo import resolve_model
-    from ..model_file import open_model
-    from ..voice import create_voice, save_voice
+    from ..model_files.demo import resolve_model
+    from ..model_files.model_file import open_model
+    from ..voices.voice import create_voice, save_voice
     model = open_model(resolve_model(args.model[0]))
     voice = create_voice(model, args.audio, text=args.text, threads=args.threads)
     kind = (f"in-context voice ({len(voice.ref_codes)} reference frames + transcript)" if voice.ref_codes is not None
@@ -113,7 +113,7 @@ def create(args) -> int:
 def list_voices(args) -> int:
     from dataclasses import asdict
 
-    from ..voice_library import VoiceLibrary
+    from ..voices.voice_library import VoiceLibrary
     library = VoiceLibrary()
     found = library.search(" ".join(args.query))
     if args.json:
@@ -140,7 +140,7 @@ def _plain(line: str) -> str:
 
 
 def edit(args) -> int:
-    from ..voice_library import VoiceLibrary
+    from ..voices.voice_library import VoiceLibrary
     library = VoiceLibrary()
     name = library.find(args.name).stem
     changes = {}
@@ -159,13 +159,13 @@ def edit(args) -> int:
 
 
 def rename(args) -> int:
-    from ..voice_library import VoiceLibrary
+    from ..voices.voice_library import VoiceLibrary
     print(f"renamed to {VoiceLibrary().rename(args.name, args.new)!r}")
     return 0
 
 
 def delete(args) -> int:
-    from ..voice_library import VoiceLibrary
+    from ..voices.voice_library import VoiceLibrary
     library = VoiceLibrary()
     name = library.find(args.name).stem
     library.delete(name)
@@ -174,12 +174,12 @@ def delete(args) -> int:
 
 
 def export(args) -> int:
-    from ..voice_library import VoiceLibrary
+    from ..voices.voice_library import VoiceLibrary
     print(f"wrote {VoiceLibrary().export(args.name, args.output)}")
     return 0
 
 
 def import_voice(args) -> int:
-    from ..voice_library import VoiceLibrary
+    from ..voices.voice_library import VoiceLibrary
     print(f"imported as {VoiceLibrary().import_file(args.file, args.name)!r}")
     return 0

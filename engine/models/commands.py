@@ -43,7 +43,7 @@ class _Bars:
 
 
 def run_pull(args) -> int:
-    from ..errors import PullError
+    from ..model_files.errors import PullError
     from .pull import pull_model
 
     def emit(obj: dict) -> None:
@@ -125,7 +125,7 @@ def run_models(args) -> int:
 
 
 def _info(entry: ModelEntry, as_json: bool) -> int:
-    from ..model_file import open_model
+    from ..model_files.model_file import open_model
     path = Path(entry.path)
     summary = open_model(path).info.summary() if path.is_file() else f"(file missing: {path})"
     if as_json:

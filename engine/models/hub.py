@@ -21,7 +21,7 @@ from huggingface_hub import HfApi, hf_hub_download, hf_hub_url
 from huggingface_hub.utils import build_hf_headers, get_session
 from huggingface_hub import errors as hf_errors
 
-from ..errors import PullCancelled, PullError
+from ..model_files.errors import PullCancelled, PullError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # What the converter reads (configs, tokenizer files, weights); READMEs and pictures are left out.

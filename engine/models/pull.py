@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from ..errors import PullCancelled, PullError
-from ..gguf_file import TypeMix
+from ..model_files.errors import PullCancelled, PullError
+from ..model_files.gguf_file import TypeMix
 from .catalog import DEFAULT_DECODER_TYPE, KnownModel, default_type, find_known, repo_for, size_label
 from .hub import HubRepo, HubSettings, Listing, RepoFile
 from .registry import ModelEntry, Registry, check_name
@@ -186,9 +186,9 @@ def _fetch_all(repo: HubRepo, listing: Listing, on_progress, cancel, note) -> tu
 def estimated_model_bytes(checkpoint_config: dict, generation_config: dict, speech_tokenizer_config: dict,
                           mix: TypeMix, decoder_type: str | None) -> int:
     """About how large the converted file will be (exact tensor bytes plus a margin for metadata)."""
-    from ..convert import expected_tensors
-    from ..gguf_file import estimated_file_bytes
-    from ..metadata import metadata_from_configs
+    from ..model_files.convert import expected_tensors
+    from ..model_files.gguf_file import estimated_file_bytes
+    from ..model_files.metadata import metadata_from_configs
     md = metadata_from_configs(checkpoint_config, generation_config, speech_tokenizer_config)
     return estimated_file_bytes(expected_tensors(md), mix, decoder_type) + METADATA_BYTES
 
@@ -196,9 +196,9 @@ def estimated_model_bytes(checkpoint_config: dict, generation_config: dict, spee
 def _convert_and_register(repo: HubRepo, listing: Listing, snapshot: Path, config: dict, mix: TypeMix,
                           decoder: str, size: str | None, name: str, out: Path, registry: Registry,
                           on_progress, cancel) -> ModelEntry:
-    from ..checkpoint import Checkpoint
-    from ..convert import convert
-    from ..errors import ConversionError
+    from ..model_files.checkpoint import Checkpoint
+    from ..model_files.convert import convert
+    from ..model_files.errors import ConversionError
     try:
         ckpt = Checkpoint.open(snapshot)
         ckpt.tensors.close()

@@ -38,7 +38,7 @@ from .speech import MODEL_ALIASES, SpeechRequest, check_speed, parse, whole_take
 from .voices import UnknownVoice, VoiceBook
 
 if TYPE_CHECKING:
-    from ..synthesis import Engine
+    from ..synthesis.engine import Engine
 
 log = logging.getLogger("kazeia.serve")
 

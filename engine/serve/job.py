@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..requests import SamplingParams
+from ..synthesis.requests import SamplingParams
 
 if TYPE_CHECKING:
-    from ..synthesis import Engine
+    from ..synthesis.engine import Engine
     from .voices import NamedVoice
 
 

@@ -22,8 +22,8 @@ import numpy as np
 from .job import SpeechJob
 
 if TYPE_CHECKING:
-    from ..requests import SamplingParams
-    from ..synthesis import Engine
+    from ..synthesis.requests import SamplingParams
+    from ..synthesis.engine import Engine
     from .settings import ServerSettings
     from .voices import NamedVoice
 

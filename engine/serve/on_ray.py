@@ -28,7 +28,7 @@ class ReplicaApp:
     lexicons: list
 
     def build(self):
-        from ..synthesis import Engine
+        from ..synthesis.engine import Engine
         from ..text.lexicon import load_lexicons
         from .app import create_app
         from .voices import VoiceBook

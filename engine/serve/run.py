@@ -133,9 +133,9 @@ class ServeOptions:
 def serve(o: ServeOptions) -> int:
     import uvicorn
 
-    from ..demo import resolve_model
-    from ..model_file import ModelFile
-    from ..synthesis import Engine
+    from ..model_files.demo import resolve_model
+    from ..model_files.model_file import ModelFile
+    from ..synthesis.engine import Engine
     from .app import ServerSettings, create_app
     from .gate import LoadingGate
     from .local import check_can_listen, server_config

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..requests import MAX_FRAMES, MAX_TEMPERATURE, MAX_TOP_K, SamplingParams
+from ..synthesis.requests import MAX_FRAMES, MAX_TEMPERATURE, MAX_TOP_K, SamplingParams
 from .encoders import encode_whole
 from .errors import ApiError
 
 if TYPE_CHECKING:
-    from ..synthesis import Engine
+    from ..synthesis.engine import Engine
 
 MAX_INPUT_CHARS = 4096   # OpenAI's limit
 MODEL_ALIASES = ("kazeia", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")   # names clients hard-code

@@ -1,5 +1,5 @@
 """The voices a request may name: the model's speakers (CustomVoice), voice profiles (Base models: the
-voice library, engine/voice_library.py, or the .kzvoice files of a `--voices` folder; those made for
+voice library, engine/voices/voice_library.py, or the .kzvoice files of a `--voices` folder; those made for
 another model size are left out and said so) and OpenAI's voice names, which clients send by default (most
 send "alloy"), mapped to one of those; on a VoiceDesign model a name maps to an instruction.
 The mapping is the server's to change (`--voice-map alloy=NAME`); a name that is none of these is
@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..prompt import Voice
-from ..voice import load_voice
+from ..synthesis.prompt import Voice
+from ..voices.voice import load_voice
 
 if TYPE_CHECKING:
-    from ..model_file import ModelFile
+    from ..model_files.model_file import ModelFile
 
 # OpenAI's voices, in its own order; VoiceDesign speaks each as its one-line description
 OPENAI_VOICES = {
@@ -55,7 +55,7 @@ class UnknownVoice(KeyError):
 class VoiceBook:
     def __init__(self, model: "ModelFile", profiles: str | Path | None = None, mapping: dict[str, str] | None = None):
         """`profiles`: a folder of profiles (None: the voice library, for a Base model)."""
-        from ..voice_library import VoiceLibrary
+        from ..voices.voice_library import VoiceLibrary
         info = model.info
         self.variant = info.variant
         self._voices: dict[str, NamedVoice] = {}

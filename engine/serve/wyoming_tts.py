@@ -21,7 +21,7 @@ from wyoming.info import Attribution, Describe, Info, TtsProgram, TtsVoice
 from wyoming.server import AsyncEventHandler, AsyncTcpServer
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
-from ..requests import SamplingParams
+from ..synthesis.requests import SamplingParams
 from ..text.markup import MarkupError
 from ..text.sentences import LANGUAGE_CODES
 from .encoders import pcm16

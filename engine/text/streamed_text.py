@@ -11,7 +11,7 @@ import re
 import unicodedata
 from os.path import commonprefix
 
-from ..text_tokenizer import SPLITS, TextTokenizer, _split
+from ..model_files.text_tokenizer import SPLITS, TextTokenizer, _split
 
 # what the prompt puts before and after the text (prompt.PromptBuilder.build: ids[3:-5])
 _BEFORE, _AFTER = "<|im_start|>assistant\n", "<|im_end|>\n<|im_start|>assistant\n"
@@ -41,7 +41,7 @@ class StreamedText:
         return self._hand_out(self._tok.encode(_BEFORE + stable)[_ROLE_TOKENS:])
 
     def offer(self, known: str, ahead: str) -> list[int]:
-        """For a text whose end is not decided yet (a live take's chunk, engine/streamed_take.py):
+        """For a text whose end is not decided yet (a live take's chunk, engine/synthesis/streamed_take.py):
         it is `known` (which starts with what was known before), ended there or going on as `ahead`
         goes, ending anywhere in it or after it. Returns the ids final in every one of those."""
         if self.closed:

@@ -18,10 +18,10 @@ import pytest
 import soundfile
 
 from kazeia.engine import Engine, SamplingParams, demo_model_path
-from kazeia.engine.loudness import LoudnessTarget
+from kazeia.engine.takes.loudness import LoudnessTarget
 from kazeia.engine.book.render import WORK, BookOptions, plan_book, render_book
 from kazeia.engine.book.source import BookError, read_book
-from kazeia.engine.long_text import speak
+from kazeia.engine.synthesis.long_text import speak
 
 from support.books import MARKDOWN_BOOK, make_epub, png_bytes
 from support.commands import kazeia

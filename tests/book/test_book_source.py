@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kazeia.engine.book.assemble import Cue
-from kazeia.engine.loudness import LoudnessMeter, LoudnessTarget, TruePeak, gain_db, integrated_loudness
+from kazeia.engine.long_take.assemble import Cue
+from kazeia.engine.takes.loudness import LoudnessMeter, LoudnessTarget, TruePeak, gain_db, integrated_loudness
 from kazeia.engine.book.source import BookError, read_book
-from kazeia.engine.book.subtitles import subtitles
+from kazeia.engine.long_take.subtitles import subtitles
 
 from support.books import MARKDOWN_BOOK, make_epub, png_bytes, with_drm
 

@@ -11,7 +11,7 @@ import pytest
 
 from kazeia import _native
 from kazeia.engine import Engine, Request, SamplingParams, open_model
-from kazeia.engine.batch import Batcher
+from kazeia.engine.synthesis.batch import Batcher
 
 from support.goldens import CASES, MANIFEST, case_request
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from kazeia.engine.blind_test import BlindTest, abx_p_value, format_p, preference_p_value, saved_tests, trial_order
+from kazeia.engine.takes.blind_test import BlindTest, abx_p_value, format_p, preference_p_value, saved_tests, trial_order
 
 # One-sided binomial tail P(X >= k | n, 1/2), as ABX tables print it (e.g. foobar2000's ABX
 # comparator, and Leventhal's "Type 1 and type 2 errors in the statistical analysis of listening

@@ -240,8 +240,8 @@ def test_divergence_metrics():
 
 
 def test_peer_scripts_report_a_missing_interpreter_and_their_failures(tmp_path):
-    from kazeia.engine.bench.peers import PEER_SCRIPTS, run_script
-    r = run_script(None, "vox-tts is not installed", PEER_SCRIPTS / "vox_bench.py")
+    from kazeia.engine.bench.peers import peer_script, run_script
+    r = run_script(None, "vox-tts is not installed", peer_script("vox_bench.py"))
     assert r == {"available": False, "reason": "vox-tts is not installed"}
     script = tmp_path / "peer.py"
     script.write_text("import json, sys\nprint('building...')\nprint(json.dumps({'ms': float(sys.argv[1])}))\n")
@@ -249,7 +249,8 @@ def test_peer_scripts_report_a_missing_interpreter_and_their_failures(tmp_path):
     script.write_text("import sys\nsys.exit('vox: cannot open the model')\n")
     assert run_script(Path(sys.executable), "", script) == {"available": False, "reason": "vox: cannot open the model"}
     # vox's own script, run by an interpreter without vox, says so instead of failing
-    r = run_script(Path(sys.executable), "", PEER_SCRIPTS / "vox_bench.py", tmp_path, tmp_path, 1, 1, "x", "y", "z")
+    r = run_script(Path(sys.executable), "", peer_script("vox_bench.py"), tmp_path, tmp_path, 1, 1, "x", "y", "z")
+    assert peer_script("vox_bench.py").is_file()   # (found in the checkout: peers/ is not installed)
     assert r["available"] is False and "vox" in r["reason"]
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from kazeia.engine.render import read_manifest
+from kazeia.engine.script.render import read_manifest
 
 from support.books import make_epub
 from support.commands import write_script

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from kazeia.engine import Engine, SamplingParams, make_random_model, open_model
-from kazeia.engine.demo import DEMO_RECIPE, demo_model_path
-from kazeia.engine.random_model import OUTPUT_LAYER
+from kazeia.engine.model_files.demo import DEMO_RECIPE, demo_model_path
+from kazeia.engine.model_files.random_model import OUTPUT_LAYER
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 import soundfile
 
 from kazeia.engine import Engine, SamplingParams
-from kazeia.engine.long_text import redo_chunk, speak
+from kazeia.engine.synthesis.long_text import redo_chunk, speak
 from kazeia.engine.text.compose import Cast, compose
 from kazeia.engine.text.join import JoinSettings
 from kazeia.engine.text.sentences import Budget
@@ -170,7 +170,7 @@ def test_engine_speak_is_compose_then_speak(demo):
 
 
 def test_a_long_stream_is_the_joined_take_and_can_be_cancelled(demo):
-    from kazeia.engine.long_text import LongStream
+    from kazeia.engine.synthesis.long_text import LongStream
     sampling = SamplingParams.from_model(demo.info, max_frames=6)
     plan = plan_of(demo)
     stream = LongStream(demo, plan, sampling, max_batch=4)
@@ -217,8 +217,8 @@ def test_render_applies_a_lexicon_and_resume_sees_it_change(tmp_path, demo):
 
 
 def test_synthesize_and_stream_take_any_text(demo):
-    from kazeia.engine.long_text import LongStream
-    from kazeia.engine.synthesis import MAX_TEXT_TOKENS
+    from kazeia.engine.synthesis.long_text import LongStream
+    from kazeia.engine.synthesis.engine import MAX_TEXT_TOKENS
     sampling = SamplingParams.from_model(demo.info, max_frames=3, seed=4)
     text = "One sentence here. [pause:200ms] Another one there."
     take = demo.speak(text, speaker="eric", sampling=sampling)

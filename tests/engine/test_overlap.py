@@ -1,4 +1,4 @@
-"""The decoder beside generation (engine/overlap.py): the same audio as the stages taking turns, bit
+"""The decoder beside generation (engine/synthesis/overlap.py): the same audio as the stages taking turns, bit
 for bit, offline, streamed, in a batch and for in-context cloning; the cores split between the two
 sides; a failed push, a cancel and a bad setting end cleanly."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from kazeia import _native
 from kazeia.engine import Engine, Request, SamplingParams, SpeechDecoder, demo_model_path, open_model
-from kazeia.engine.overlap import decoder_threads, default_overlap
+from kazeia.engine.synthesis.overlap import decoder_threads, default_overlap
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import pytest
 
 from kazeia import _native
 from kazeia.engine import demo_model_path, make_random_model, open_model
-from kazeia.engine.metadata import metadata_from_configs
-from kazeia.engine.random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config, demo_tokenizer
+from kazeia.engine.model_files.metadata import metadata_from_configs
+from kazeia.engine.model_files.random_model import GENERATION_CONFIG, model_config, speech_tokenizer_config, demo_tokenizer
 
 from support.goldens import GOLDEN
 
@@ -79,8 +79,8 @@ def test_random_checkpoint_converts_to_the_random_model_of_its_seed(tmp_path):
     """The Hugging Face folder the bench shares with peer engines is written without torch, with the
     tensors the converter reads and the values of the random model of the same seed (bf16-rounded),
     so converting it gives that model back; its tokenizer files say what the model's tokenizer says."""
-    from kazeia.engine.convert import convert
-    from kazeia.engine.random_checkpoint import make_random_checkpoint
+    from kazeia.engine.model_files.convert import convert
+    from kazeia.engine.model_files.random_checkpoint import make_random_checkpoint
     from support.safetensors_raw import checkpoint_tensors
 
     folder = make_random_checkpoint(tmp_path / "hf", size="tiny", seed=5)

@@ -15,8 +15,8 @@ import pytest
 import soundfile
 
 from kazeia.engine import Engine, SamplingParams, demo_model_path
-from kazeia.engine.render import LocalExecutor, LineOutcome, RenderOptions, plan_render, read_manifest, render
-from kazeia.engine.script import ScriptError
+from kazeia.engine.script.render import LocalExecutor, LineOutcome, RenderOptions, plan_render, read_manifest, render
+from kazeia.engine.script.lines import ScriptError
 
 from support.commands import SPEAKERS, kazeia, script_line, write_script
 

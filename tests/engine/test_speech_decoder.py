@@ -10,7 +10,7 @@ from kazeia import _native
 from kazeia.engine import open_model
 from kazeia.engine.accuracy import snr_db
 from kazeia.engine.platform_info import active_kernels, at_cpu_level, f32_products_active
-from kazeia.engine.speech_decoder import SpeechDecoder
+from kazeia.engine.synthesis.speech_decoder import SpeechDecoder
 
 from support.goldens import GOLDEN
 
@@ -231,7 +231,7 @@ def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted, tm
     """The bench's decoder GFLOP/s rest on these counts: every decoder-transformer matrix is applied to
     every frame, so a launch does at least 2 x those parameters x frames; the node-by-node profile
     counts the same launch's products."""
-    from kazeia.engine.speech_decoder import DecoderSession
+    from kazeia.engine.synthesis.speech_decoder import DecoderSession
     model = open_model(converted("custom_voice", "f32"))
     codes = np.random.default_rng(3).integers(0, 2048, (4, 16))
     dec = SpeechDecoder(model, threads=1)
@@ -255,7 +255,7 @@ def test_matrix_product_flops_are_counted_per_launch_and_per_stage(converted, tm
     from support.goldens import checkpoint_dir
     count = ("import sys, numpy as np\n"
              "from kazeia.engine import open_model\n"
-             "from kazeia.engine.speech_decoder import SpeechDecoder, DecoderSession\n"
+             "from kazeia.engine.synthesis.speech_decoder import SpeechDecoder, DecoderSession\n"
              "s = DecoderSession(SpeechDecoder(open_model(sys.argv[1]), threads=1))\n"
              "s.push(np.random.default_rng(3).integers(0, 2048, (4, 16)))\n"
              "print(s.placement_report()['matmul_flops'])\n")
@@ -304,7 +304,7 @@ F32_PRODUCTS_FORMS = """
 import sys, numpy as np
 from kazeia.engine import open_model
 from kazeia.engine.accuracy import snr_db
-from kazeia.engine.speech_decoder import SpeechDecoder
+from kazeia.engine.synthesis.speech_decoder import SpeechDecoder
 codes = np.load(sys.argv[2])
 dec = SpeechDecoder(open_model(sys.argv[1]), threads=2)
 wav = dec.decode(codes)

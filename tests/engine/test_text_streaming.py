@@ -191,7 +191,7 @@ def test_a_long_answer_written_as_it_is_spoken_is_the_whole_texts_take(converted
     Engine.take(the whole text, streaming_text=True), chunks, seeds, pauses, audio, bit for bit,
     with another stream in the batch and the deltas at random moments."""
     from kazeia.engine import Engine, open_model
-    from kazeia.engine.requests import Request
+    from kazeia.engine.synthesis.requests import Request
     engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=4)
     # (48 frames a chunk: each reads all its text by then; random weights would run on to the limit)
     sampling = SamplingParams.from_model(engine.info, seed=11, max_frames=48)

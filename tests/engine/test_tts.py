@@ -9,7 +9,7 @@ import pytest
 
 from kazeia import _native
 from kazeia.engine import Engine, Request, SamplingParams, Voice, open_model
-from kazeia.engine.prompt import PromptBuilder
+from kazeia.engine.synthesis.prompt import PromptBuilder
 
 from support.goldens import CASES, MANIFEST, case_request
 

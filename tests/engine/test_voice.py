@@ -8,7 +8,7 @@ import pytest
 import soundfile
 
 from kazeia.engine import Engine, SamplingParams, create_voice, load_voice, open_model, save_voice
-from kazeia.engine.voice import check_reference_audio, log_mel, speaker_embedding
+from kazeia.engine.voices.voice import check_reference_audio, log_mel, speaker_embedding
 
 from support.commands import kazeia
 from support.goldens import GOLDEN
@@ -107,7 +107,7 @@ def test_cli_voice_create_and_say(converted, tmp_path):
 
 @pytest.mark.parity
 def test_audio_encoder_codes_match_reference(converted, report):
-    from kazeia.engine.voice import reference_codes
+    from kazeia.engine.voices.voice import reference_codes
     model = open_model(converted("base"))
     for case in ("base_icl_stream", "base_icl_nonstream"):
         g = np.load(GOLDEN / f"{case}.npz")
@@ -136,7 +136,7 @@ def test_in_context_profile_gives_reference_codes(converted, tmp_path, case):
 
 
 def test_silent_edges_are_trimmed():
-    from kazeia.engine.voice import trim_silence
+    from kazeia.engine.voices.voice import trim_silence
     sr = 24000
     speech = (0.2 * np.sin(np.arange(2 * sr) / 7)).astype(np.float32)
     padded = np.concatenate([np.zeros(sr, np.float32), speech, np.zeros(sr // 2, np.float32)])
@@ -147,7 +147,7 @@ def test_silent_edges_are_trimmed():
 
 def test_half_precision_encoders_run(converted):
     """f16 files keep the audio encoder's convolutions in f16 (the path full-size models take)."""
-    from kazeia.engine.voice import reference_codes
+    from kazeia.engine.voices.voice import reference_codes
     model = open_model(converted("base", "f16"))
     assert model.native.tensor_type("enc.conv_in.weight") == "f16"
     g = np.load(GOLDEN / "base_icl_stream.npz")

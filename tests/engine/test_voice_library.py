@@ -15,8 +15,8 @@ import soundfile
 
 from kazeia.engine import Engine, SamplingParams, load_voice, open_model
 from kazeia.engine.audio_io import write_audio
-from kazeia.engine.keep_voice import keep_voice, read_take, reference_from_take, speaker_similarity
-from kazeia.engine.voice_library import INDEX, VoiceLibrary
+from kazeia.engine.voices.keep_voice import keep_voice, read_take, reference_from_take, speaker_similarity
+from kazeia.engine.voices.voice_library import INDEX, VoiceLibrary
 
 from support.commands import kazeia
 

@@ -12,7 +12,7 @@ from safetensors.numpy import save_file
 
 from kazeia import _native
 from kazeia.engine import ConversionError, convert, open_model
-from kazeia.engine.metadata import P, metadata_from_configs
+from kazeia.engine.model_files.metadata import P, metadata_from_configs
 
 from support.goldens import GOLDEN, VARIANTS, checkpoint_dir
 from support.safetensors_raw import checkpoint_tensors, read_all
@@ -209,7 +209,7 @@ def test_metadata_matches_released_configs():
 
 
 def test_type_mix_parses_per_stage_types_and_names_mistakes():
-    from kazeia.engine.gguf_file import TypeMix
+    from kazeia.engine.model_files.gguf_file import TypeMix
     mix = TypeMix.parse("talker=q5_k, cp=q6_k")
     assert (mix.for_tensor("talker.blk.0.attn_q.weight"), mix.for_tensor("cp.blk.0.attn_q.weight"),
             mix.for_tensor("dec.pre_conv.weight")) == ("q5_k", "q6_k", "f16")

@@ -122,7 +122,7 @@ def test_pull_registers_a_model_usable_by_name(hub, tmp_path):
 
 
 def test_registered_name_speaks_and_a_path_wins(hub, tmp_path, monkeypatch):
-    from kazeia.engine.demo import resolve_model
+    from kazeia.engine.model_files.demo import resolve_model
     from kazeia.engine.models.pull import pull_model
     result = pull_model("0.6b-customvoice", name="cv", out_type="q8_0")
     assert resolve_model("cv") == Path(result.entry.path)
@@ -167,7 +167,7 @@ def test_dropped_connection_resumes_with_a_range_request(hub, tmp_path):
 def test_a_stopped_pull_continues_where_it_stopped(hub, tmp_path):
     """A pull stopped half-way through the weights (here cancelled; Ctrl-C or a crash leave the same)
     keeps their bytes; the next pull asks only for the rest, and the file is whole and verified."""
-    from kazeia.engine.errors import PullCancelled
+    from kazeia.engine.model_files.errors import PullCancelled
     from kazeia.engine.models.pull import pull_model
     weights = "model.safetensors"
     data = hub.repos[CV_REPO].files[weights]
@@ -223,7 +223,7 @@ def test_corrupt_download_is_fetched_again(hub, tmp_path):
 
 
 def test_corrupt_twice_is_an_error_and_nothing_is_kept(hub, tmp_path):
-    from kazeia.engine.errors import PullError
+    from kazeia.engine.model_files.errors import PullError
     from kazeia.engine.models.pull import pull_model
     hub.corrupt_always.add("model.safetensors")
     with pytest.raises(PullError, match="model.safetensors does not match the hub's sha256 again"):
@@ -283,7 +283,7 @@ def test_codec_is_download_only(hub, tmp_path):
 # ---- offline, disk space, cancelling ----------------------------------------------------------------
 
 def test_offline_reuses_the_cache(hub, tmp_path, monkeypatch):
-    from kazeia.engine.errors import PullError
+    from kazeia.engine.model_files.errors import PullError
     from kazeia.engine.models.pull import pull_model
     first = pull_model("0.6b-customvoice")
     hub.stop()
@@ -333,7 +333,7 @@ def test_disk_space_is_checked_before_writing(hub, tmp_path, monkeypatch):
 
 
 def test_cancel_leaves_nothing_behind(hub, tmp_path):
-    from kazeia.engine.errors import PullCancelled
+    from kazeia.engine.model_files.errors import PullCancelled
     from kazeia.engine.models.pull import pull_model
     cancel = threading.Event()
 
@@ -375,10 +375,10 @@ def test_names_are_checked(hub):
 
 def test_catalog_sizes_match_the_release_inventory():
     """The sizes `kazeia models available` shows, recomputed from the release's tensor inventory."""
-    from kazeia.engine.gguf_file import TypeMix
+    from kazeia.engine.model_files.gguf_file import TypeMix
     from kazeia.engine.models.catalog import KNOWN_MODELS, default_type, size_label
     from kazeia.engine.models.pull import estimated_model_bytes
-    from kazeia.engine.random_model import GENERATION_CONFIG
+    from kazeia.engine.model_files.random_model import GENERATION_CONFIG
     inventory = json.loads((GOLDEN / "inventory_real.json").read_text())
     codec = inventory["speech_tokenizer"]
     keys = {"customvoice": "custom_voice", "voicedesign": "voice_design", "base": "base"}

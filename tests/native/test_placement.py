@@ -10,9 +10,9 @@ import pytest
 
 from kazeia import _native
 from kazeia.engine import Engine, SamplingParams, open_model
-from kazeia.engine import placement as placements
+from kazeia.engine.synthesis import placement as placements
 from kazeia.engine.accuracy import decoder_snr_db, logit_divergence
-from kazeia.engine.placement import mode_status, resolve, silent_cpu_stages, where_it_ran
+from kazeia.engine.synthesis.placement import mode_status, resolve, silent_cpu_stages, where_it_ran
 
 from support.goldens import case_request
 

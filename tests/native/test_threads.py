@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from kazeia.engine import threads
-from kazeia.engine.threads import ThreadPolicy, available_cores, check_threads
+from kazeia.engine.synthesis import threads
+from kazeia.engine.synthesis.threads import ThreadPolicy, available_cores, check_threads
 
 
 class FakePool:

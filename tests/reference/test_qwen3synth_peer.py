@@ -3,7 +3,7 @@ qwen3synth_export.py makes of the reference's tiny VoiceDesign checkpoint passes
 layout and graph checks, and qwen3synth's greedy codes on it equal the reference's greedy codes
 frame for frame (both computed here, in the ONNX Runtime venv).
 
-Needs that venv (engine/peer_scripts/setup_ort.sh, or KAZEIA_ORT_PYTHON); skipped without it, like the
+Needs that venv (peers/setup_ort.sh, or KAZEIA_ORT_PYTHON); skipped without it, like the
 bench's peer rows it checks. ~1 min on 2 CPUs.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ SCRIPTS = REPO_ROOT / "engine" / "reference"
 ORT_PYTHON = Path(os.environ.get("KAZEIA_ORT_PYTHON", REPO_ROOT / ".venv-ort" / "bin" / "python"))
 
 pytestmark = pytest.mark.skipif(not ORT_PYTHON.exists(), reason=f"no ONNX Runtime venv at {ORT_PYTHON} "
-                                                                 "(engine/peer_scripts/setup_ort.sh)")
+                                                                 "(peers/setup_ort.sh)")
 
 
 def run(script: str, *args) -> dict:

@@ -197,7 +197,7 @@ def test_a_text_book_over_the_limit_or_not_utf8_is_refused(tmp_path, suffix):
 
 
 def test_scripts_and_lexicons_are_read_to_a_size(tmp_path):
-    from kazeia.engine.script import ScriptError, read_script
+    from kazeia.engine.script.lines import ScriptError, read_script
     from kazeia.engine.text.lexicon import LexiconError, load_lexicons
     from kazeia.engine.text.limits import MAX_LEXICON_FILE_BYTES, MAX_TEXT_FILE_BYTES
     with pytest.raises(ScriptError, match="over the limit"):
@@ -214,7 +214,7 @@ def test_scripts_and_lexicons_are_read_to_a_size(tmp_path):
 
 def test_toml_files_nested_without_end_are_a_clear_error(tmp_path):
     """(tomllib recurses once per bracket: a lexicon or a cast of `a = [[[[...` was a RecursionError)"""
-    from kazeia.engine.cast import MAX_CAST_BYTES, load_cast
+    from kazeia.engine.voices.cast import MAX_CAST_BYTES, load_cast
     from kazeia.engine.text.lexicon import LexiconError, load_lexicons
     nested = tmp_path / "nested.toml"
     nested.write_text("a = " + "[" * 50_000)

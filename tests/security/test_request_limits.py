@@ -21,7 +21,7 @@ numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(
 @settings(max_examples=400, deadline=None)
 @given(st.dictionaries(st.sampled_from(FIELDS), numbers, max_size=4))
 def test_sampling_is_finite_and_in_range_or_refused_naming_the_field(values):
-    from kazeia.engine.requests import (MAX_FRAMES, MAX_REPETITION_PENALTY, MAX_TEMPERATURE, MAX_TOP_K,
+    from kazeia.engine.synthesis.requests import (MAX_FRAMES, MAX_REPETITION_PENALTY, MAX_TEMPERATURE, MAX_TOP_K,
                                         SamplingParams)
     from kazeia.engine.untrusted import InputError
     params = SamplingParams(**values)
@@ -49,7 +49,7 @@ SAY_BAD = [("--temperature", "nan"), ("--temperature", "inf"), ("--temperature",
 
 
 def _fails_before_the_model_loads(monkeypatch, capsys, argv, option):
-    from kazeia.engine import synthesis
+    from kazeia.engine.synthesis import engine as synthesis
     from kazeia.engine.cli import main
 
     def no_load(*args, **kwargs):
@@ -125,7 +125,7 @@ def test_the_markups_pauses_are_bounded_in_all():
 
 
 def test_script_output_names_are_capped_in_bytes(tmp_path):
-    from kazeia.engine.script import MAX_OUTPUT_NAME_BYTES, output_names, read_script
+    from kazeia.engine.script.lines import MAX_OUTPUT_NAME_BYTES, output_names, read_script
     script = tmp_path / "s.csv"
     script.write_text("id,text\n" + "語" * 100 + ",Hello.\nshort,Hi.\n")
     lines, problems = read_script(script)

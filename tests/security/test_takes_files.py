@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kazeia.app.takes import Take, TakeStore
-from kazeia.engine import take_record
-from kazeia.engine.blind_test import BlindTest, saved_tests
-from kazeia.engine.keep_voice import read_take
-from kazeia.engine.take_record import check_record
+from kazeia.engine.takes import take_record
+from kazeia.engine.takes.blind_test import BlindTest, saved_tests
+from kazeia.engine.voices.keep_voice import read_take
+from kazeia.engine.takes.take_record import check_record
 from kazeia.engine.untrusted import InputError
 
 from support.commands import kazeia
@@ -154,7 +154,7 @@ def test_fuzz_a_record_is_refused_or_usable_everywhere(field, value):
     settings, a chunk made again, the subtitles of an export, keeping its voice)."""
     from kazeia.app.panels.takes import take_details
     from kazeia.app.session import Session
-    from kazeia.engine.keep_voice import reference_from_take
+    from kazeia.engine.voices.keep_voice import reference_from_take
     r = record(1)
     *parents, key = field.split(".")
     target = r

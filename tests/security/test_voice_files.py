@@ -1,6 +1,6 @@
 """Voice profiles (.kzvoice) as a hostile user shares them: every field that once became a path, wrong
 types, arrays and zip members declaring huge sizes, bytes mutated at random. The one reader
-(engine/voice_profile.py) refuses each with one InputError naming the file and the field, in bounded
+(engine/voices/voice_profile.py) refuses each with one InputError naming the file and the field, in bounded
 memory and time; `kazeia voice import` refuses it with exit code 2 and writes nothing; a library with
 one bad profile lists the others and that one as unreadable, with why; delete touches nothing outside
 the library; a Base model's server skips the bad profile and says so."""
@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kazeia.engine.untrusted import InputError
-from kazeia.engine.voice_library import MAX_NAME_BYTES, VoiceLibrary, clean_name
-from kazeia.engine.voice_profile import MAX_FILE_BYTES, read_profile
+from kazeia.engine.voices.voice_library import MAX_NAME_BYTES, VoiceLibrary, clean_name
+from kazeia.engine.voices.voice_profile import MAX_FILE_BYTES, read_profile
 
 from support.commands import kazeia
 

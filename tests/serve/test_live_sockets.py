@@ -361,7 +361,7 @@ def test_bench_agent_reports_both_ways_side_by_side(tmp_path):
 
 def take_of(engine, text, speaker="vivian") -> bytes:
     """The whole text as POST /v1/audio/speech speaks it (a long or marked-up text: its chunks)."""
-    from kazeia.engine.requests import Request
+    from kazeia.engine.synthesis.requests import Request
     sampling = SamplingParams.from_model(engine.info, max_frames=FRAMES)
     return pcm16(engine.take(Request(text, speaker=speaker, sampling=sampling, streaming_text=True)).wait(120).audio)
 

@@ -150,7 +150,7 @@ def listening(window, wait, out: Path, name: str) -> dict:
     the Blind test dialog in its first trial on two takes: what is cut, and their screenshots."""
     import numpy as np
 
-    from kazeia.engine.voice import write_profile
+    from kazeia.engine.voices.voice import write_profile
     from layout_check import clipped
     described = [("Narrator", "recording", "english", ["warm", "book"], "for the long novels; slow and even"),
                  ("Calm designed", "designed", "english", ["calm"], "kept from a VoiceDesign take"),

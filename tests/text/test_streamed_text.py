@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kazeia.engine import open_model
-from kazeia.engine.prompt import PromptBuilder
+from kazeia.engine.synthesis.prompt import PromptBuilder
 from kazeia.engine.text.streamed_text import StreamedText
 
 # what BPE and the split regex decide by what follows: words cut mid-way, spaces and newlines before

@@ -14,8 +14,8 @@ pytest.importorskip("fastapi")
 import openai  # noqa: E402
 
 from kazeia.engine import Engine, SamplingParams, demo_model_path  # noqa: E402
-from kazeia.engine.long_text import one_prompt_text  # noqa: E402
-from kazeia.engine.render import LocalExecutor, RenderOptions, plan_render, render  # noqa: E402
+from kazeia.engine.synthesis.long_text import one_prompt_text  # noqa: E402
+from kazeia.engine.script.render import LocalExecutor, RenderOptions, plan_render, render  # noqa: E402
 from kazeia.engine.serve.app import ServerSettings, create_app  # noqa: E402
 from kazeia.engine.serve.encoders import pcm16  # noqa: E402
 from kazeia.engine.serve.local import LocalServer  # noqa: E402

@@ -241,7 +241,7 @@ def test_placement_takes_say_where_each_stage_ran(qtbot, accel_window):
     """Backend A/B: a take made under accel-sched and one under cpu each say where every stage ran.
     In the Vulkan pass of scripts/test.sh accel-sched runs on lavapipe's Vulkan0, every op of every
     stage on it; on the CPU-only pass the scheduler runs over the CPU alone."""
-    from kazeia.engine.placement import sched_device
+    from kazeia.engine.synthesis.placement import sched_device
     accel = sched_device()
     window.backend.set_placement(ALL_SCHED)
     sched = generate(qtbot, window, frames=6, seed=3, timeout_ms=ACCEL_TIMEOUT_MS)

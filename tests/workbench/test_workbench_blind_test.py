@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QListWidget, QWidget  # noqa: E402
 
-from kazeia.engine.blind_test import saved_tests, trial_order  # noqa: E402
+from kazeia.engine.takes.blind_test import saved_tests, trial_order  # noqa: E402
 from support.workbench import capture_window, captured_audio, generate, screenshot, tap  # noqa: E402
 from support.workbench import workdir  # noqa: E402,F401 (fixtures)
 

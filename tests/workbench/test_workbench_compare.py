@@ -13,7 +13,7 @@ def test_compare_placements_makes_two_takes_with_their_difference(qtbot, accel_w
     window = accel_window
     """cpu against accel-sched: on the CPU-only pass the scheduler runs the same arithmetic (identical
     codes and audio); on the Vulkan pass accel-sched runs on lavapipe and the difference is shown."""
-    from kazeia.engine.placement import sched_device
+    from kazeia.engine.synthesis.placement import sched_device
     for side, placement in (("A", ALL_CPU), ("B", ALL_SCHED)):
         for stage, combo in window.compare.sides[side].items():
             combo.setCurrentText(placement[stage])

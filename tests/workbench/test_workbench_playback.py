@@ -12,7 +12,7 @@ pytest.importorskip("PySide6")
 
 from kazeia.app.audio_output import AudioOutput  # noqa: E402
 from kazeia.app.audio_levels import CEILING, OutputLevel  # noqa: E402
-from kazeia.engine.loudness import loudness, matched_gain  # noqa: E402
+from kazeia.engine.takes.loudness import loudness, matched_gain  # noqa: E402
 from kazeia.app.takes import Take  # noqa: E402
 from support.workbench import ALL_CPU, capture_device, capture_window, captured_audio, generate, make_window  # noqa: E402
 from support.workbench import workdir  # noqa: E402,F401 (fixtures)
