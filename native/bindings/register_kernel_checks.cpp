@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bindings.h"
-#include "kazeia/kernel_checks.h"
+#include "kernel_checks.h"   // the checks' own API (native/src/checks), not the core's
 
 namespace py = pybind11;
 

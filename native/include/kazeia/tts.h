@@ -1,8 +1,8 @@
 // Text to codes: the talker (Qwen3 LM over codec tokens) and the code predictor (15 more codes
 // per frame), driven frame by frame. Three parts, as whisper.cpp's context and state: weights bound
 // once and shared (tts_weights), a runner per thread of compute (tts_runner), a session per
-// utterance (tts_session). Prompt rows come from Python (kazeia.engine.prompt); the
-// native side computes their embeddings.
+// utterance (tts_session). Prompt rows (kazeia/stage_inputs.h) come from Python
+// (kazeia.engine.prompt); the native side computes their embeddings.
 #pragma once
 
 #include <cstdint>
@@ -13,21 +13,12 @@
 
 #include "kazeia/launch_report.h"
 #include "kazeia/sampling.h"
+#include "kazeia/stage_inputs.h"
 
 namespace kazeia {
 
 class model;
 class thread_pool;
-
-// One prompt row = T(text id) + C(codec id) + sum_j E_j(frame code j) + vector; absent parts are -1
-// (or empty arrays).
-struct prompt_rows {
-    int64_t n_rows = 0;
-    std::vector<int32_t> text_ids;      // [n_rows]
-    std::vector<int32_t> codec_ids;     // [n_rows]
-    std::vector<int32_t> frame_codes;   // [n_rows][n_code_groups - 1] codes of codebooks 1..15, or empty
-    std::vector<float> vectors;         // [n_rows][hidden] added as they are (x-vectors), or empty
-};
 
 struct generation_request {
     prompt_rows prompt;
@@ -62,19 +53,6 @@ struct generation_result {
 
 // Called after every frame with its codes; return false to cancel (that frame is dropped).
 using frame_callback = std::function<bool(int64_t frame, const int32_t * codes, const frame_timing & timing)>;
-
-// A stage's placement: `scheduled` computes it through ggml_backend_sched (accel-sched) on `device`
-// (an accelerator: weights, caches and every op it can run there; "" = the scheduler over the CPU
-// alone); `weights_buffer` names a host-visible buffer type its weights are copied into, computed on
-// by the CPU (accel-weights); neither: the CPU on the file's weights (q4_K matrices repacked).
-struct stage_placement {
-    bool scheduled = false;
-    std::string weights_buffer;
-    std::string device;
-    bool operator==(const stage_placement & o) const {
-        return scheduled == o.scheduled && weights_buffer == o.weights_buffer && device == o.device;
-    }
-};
 
 // Where one kind of launch of a stage ran.
 struct stage_launch_report {

@@ -1,7 +1,7 @@
 #include "checks/product_check.h"
 
+#include "checks/kernel_checks.h"
 #include "graphs/blocks.h"
-#include "kazeia/kernel_checks.h"
 #include "kernels/custom_ops.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_fma.h"

@@ -35,7 +35,7 @@ void tts_runner::teacher_forced(const generation_request & req, const int32_t * 
         logits.insert(logits.end(), l.begin(), l.end());
         hidden.insert(hidden.end(), h.begin(), h.end());
         if (t == n_frames) break;
-        const prompt_rows step = w.talker.step_rows(req, t, codes + t * w.n_groups);
+        const prompt_rows step = w.talker.step_rows(req.trailing_text_ids, t, codes + t * w.n_groups);
         if (req.talker_persistent) {
             p_->talker.steps({{cache.get(), L + t, step, &l, &h}});
         } else {

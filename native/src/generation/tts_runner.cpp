@@ -95,12 +95,13 @@ struct generation_loop {
             if (!s->step_pending) continue;
             const int64_t t = s->result.n_frames - 1;
             const int64_t pos = s->req.prompt.n_rows + t;
+            prompt_rows row = w.talker.step_rows(s->req.trailing_text_ids, t, s->frame.data());
             if (s->req.talker_persistent) {
-                steps.push_back({s->cache.get(), pos, w.talker.step_rows(s->req, t, s->frame.data()), &s->logits, &s->h_last});
+                steps.push_back({s->cache.get(), pos, std::move(row), &s->logits, &s->h_last});
                 stepped.push_back(s);
             } else {   // the step graph rebuilt every frame (a parity check of the persistent one)
                 const auto ts = std::chrono::steady_clock::now();
-                run.talker.forward(w.talker.step_rows(s->req, t, s->frame.data()), pos, *s->cache, s->logits, s->h_last, nullptr);
+                run.talker.forward(row, pos, *s->cache, s->logits, s->h_last, nullptr);
                 s->talker_ms = ms_since(ts);
             }
             s->step_pending = false;

@@ -12,6 +12,7 @@
 #include "graphs/kv_cache.h"
 #include "graphs/qwen3_stack.h"
 #include "graphs/stage.h"
+#include "kazeia/sampling.h"
 
 namespace kazeia {
 

@@ -9,7 +9,7 @@
 #include "graphs/qwen3_stack.h"
 #include "kazeia/errors.h"
 #include "kazeia/model.h"
-#include "kazeia/tts.h"
+#include "kazeia/stage_inputs.h"
 #include "graphs/graph_runner.h"
 #include "weights/weight_copies.h"
 

@@ -102,12 +102,13 @@ void row_inputs::upload() const {
     for (const auto & [t, v] : floats) ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
 }
 
-prompt_rows talker_weights::step_rows(const generation_request & req, int64_t t, const int32_t * frame) const {
+prompt_rows talker_weights::step_rows(const std::vector<int32_t> & trailing_text_ids, int64_t t,
+                                      const int32_t * frame) const {
     prompt_rows step;
     step.n_rows = 1;
     step.codec_ids = {frame[0]};
     step.frame_codes.assign(frame + 1, frame + n_groups_);
-    step.text_ids = {t < int64_t(req.trailing_text_ids.size()) ? req.trailing_text_ids[t] : pad_text_id_};
+    step.text_ids = {t < int64_t(trailing_text_ids.size()) ? trailing_text_ids[t] : pad_text_id_};
     return step;
 }
 

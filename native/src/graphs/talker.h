@@ -36,8 +36,8 @@ public:
     void check_rows(const prompt_rows & r) const;
     // a zeroed cache of at least n_ctx positions (one a finished sequence gave back, when kept)
     kv_cache_pool::handle new_cache(int64_t n_ctx) const { return caches_->take(n_ctx); }
-    // the talker input that follows frame t: its embedding plus trailing text row t (or tts_pad)
-    prompt_rows step_rows(const generation_request & req, int64_t t, const int32_t * frame) const;
+    // the talker input that follows frame t: its embedding plus trailing text id t (or tts_pad)
+    prompt_rows step_rows(const std::vector<int32_t> & trailing_text_ids, int64_t t, const int32_t * frame) const;
 
     // the parts the rows use, in graph order; parts no row uses are left out
     std::vector<embed_part> embed_parts(const prompt_rows & r) const;
