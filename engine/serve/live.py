@@ -28,10 +28,6 @@ if TYPE_CHECKING:
     from .voices import NamedVoice
 
 
-_GATHER_WHILE_UNREAD = 4   # text tokens (320 ms of reading) the model has left that let a turn's next deltas gather
-_GATHER_POLL_S = 0.04      # (half a frame: the model never runs out while a write waits)
-
-
 @dataclass
 class LiveJob(SpeechJob):
     """A SpeechJob whose text is written while it is spoken: `start`, `write` deltas, `close`.
@@ -73,7 +69,7 @@ class TurnSink(Protocol):
 class LiveService:
     """What every connection shares: the server's engine, limits and its per-request bookkeeping."""
     engine: "Engine"
-    admission: object          # app.Admission (enter, leave, full, limit)
+    admission: object          # state.Admission (enter, leave, full, limit)
     settings: "ServerSettings"
     finish: Callable[[SpeechJob, str, str], None]   # the request's log line, metrics, admission.leave
     rejected: Callable[[], None]                    # counts a turn refused for a full server
@@ -138,10 +134,7 @@ class Turns:
                 turn.pending = ""
                 await self._refuse(turn, "invalid_text", str(e) if isinstance(e, ValueError) else
                                    f"the turn failed: {type(e).__name__}")
-            # the model reads a token a frame: while it has enough it has not read, later deltas gather
-            # (planning each word as it comes would take the cores from the speech for nothing)
-            while turn.job is not None and not turn.text_ends and job.unread_tokens() >= _GATHER_WHILE_UNREAD:
-                await asyncio.sleep(_GATHER_POLL_S)
+            await _gather_while_unread(turn, job)
 
     async def _stop_writing(self) -> None:
         """Text not yet written is dropped, and the write in flight ends (a job is cancelled only
@@ -273,6 +266,20 @@ class Turns:
                 await self._sink.end(turn.number, outcome, job)
             except Exception:
                 pass
+
+
+# ---- the gather-while-unread rule (it moves into the engine's live take: then this goes, with its one
+# call in Turns._write_pending and LiveJob.unread_tokens)
+_GATHER_WHILE_UNREAD = 4   # text tokens (320 ms of reading) the model has left that let a turn's next deltas gather
+_GATHER_POLL_S = 0.04      # (half a frame: the model never runs out while a write waits)
+
+
+async def _gather_while_unread(turn: _Turn, job: LiveJob) -> None:
+    """Until the model has less than `_GATHER_WHILE_UNREAD` tokens of the turn's text unread (or the
+    text ends, or the turn stops). It reads a token a frame: while it has enough, later deltas gather
+    into one write (planning each word as it comes would take the cores from the speech for nothing)."""
+    while turn.job is not None and not turn.text_ends and job.unread_tokens() >= _GATHER_WHILE_UNREAD:
+        await asyncio.sleep(_GATHER_POLL_S)
 
 
 async def _ended(tasks: list) -> None:
