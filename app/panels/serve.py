@@ -26,7 +26,7 @@ class ServePanel(Panel):
     panel_id = "serve"
     request_done = Signal(dict)   # emitted on the server's thread; the table is filled on the GUI thread
     state_changed = Signal(bool)  # serving or not
-    start_requested = Signal(object)   # a controller.ServeRequest
+    start_requested = Signal(object)   # a tasks.ServeRequest
     stop_requested = Signal()
     error = Signal(str)
 
@@ -127,7 +127,7 @@ class ServePanel(Panel):
 
     def start(self) -> bool:
         """Asks for the server (start_requested) when the settings allow it; False, saying why, if not."""
-        from kazeia.app.controller import ServeRequest
+        from kazeia.app.tasks import ServeRequest
         if self.info is None:
             return self._fail("load a model first")
         host, key = self.host.text().strip() or "127.0.0.1", self.api_key.text().strip() or None
