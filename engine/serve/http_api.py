@@ -33,7 +33,8 @@ ERRORS = {status: {"description": what, "model": ErrorBody} for status, what in 
     (403, "a web page's Origin or a Host this server was not told of"), (404, "an unknown model or voice"),
     (408, "a body that did not arrive in time"), (413, "a body over the limit"), (415, "a body that is not JSON"),
     (422, "input whose markup cannot be read (line and column in the message)"),
-    (429, "the queue is full (Retry-After)"), (503, "the model is loading"), (504, "the request ran over its time limit"))}
+    (429, "the queue is full (Retry-After)"), (503, "the model is loading"),
+    (504, "the request ran over its time limit"))}
 AUDIO = {**{t: {"schema": {"type": "string", "format": "binary"}} for t in MEDIA_TYPES.values()},
          "text/event-stream": {"schema": {"type": "string"}}}
 

@@ -73,7 +73,7 @@ async def deny(ws: WebSocket, e: ApiError) -> None:
 class SocketEndpoint:
     """One connection of a live socket protocol. A protocol says its query (`query_type`, whose
     `voice_param` names the voice), its own `check` of it, the `sink` its turns are sent through,
-    its `greeting`, and `handlers`: a message type -> the method that answers it (returning False:
+    its `greeting`, its turns' instructions and hold (`open_turns`), and `handlers`: a message type -> the method that answers it (returning False:
     the conversation ends). Messages of another type get `unknown_code`; an open turn idle for the
     server's limit gets `idle_code`, is spoken, and the socket closes."""
     query_type: type[SamplingFields]
@@ -95,8 +95,12 @@ class SocketEndpoint:
     def make_sink(self) -> TurnSink:
         raise NotImplementedError
 
-    def open_turns(self) -> Turns:
-        raise NotImplementedError
+    def open_turns(self, instruct: str | None = None, hold_ms: float = 0.0) -> Turns:
+        """The connection's turns, in its voice, language and sampling."""
+        query = self.query
+        return Turns(self.state.live, self.voice, query.language, instruct,
+                     query.sampling(self.state.engine, self.settings.max_frames), self.sink, prefix=self.turn_prefix,
+                     hold_ms=hold_ms)
 
     def greeting(self) -> dict:
         raise NotImplementedError
@@ -110,13 +114,6 @@ class SocketEndpoint:
         self.turns = self.open_turns()
         await self.send.json(self.greeting())
         await self._converse()
-
-    def turns_for(self, instruct: str | None = None, hold_ms: float = 0.0) -> Turns:
-        """The connection's turns, in its voice, language and sampling."""
-        query, settings = self.query, self.settings
-        return Turns(self.state.live, self.voice, query.language, instruct,
-                     query.sampling(self.state.engine, settings.max_frames), self.sink, prefix=self.turn_prefix,
-                     hold_ms=hold_ms)
 
     async def _accepted(self) -> bool:
         """Whether the handshake was accepted (else the client was answered why not)."""

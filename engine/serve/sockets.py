@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 
 from .encoders import STREAMED, encoder, pcm16, wav_header
 from .errors import ApiError
-from .live import LiveJob
+from .live import LiveJob, Turns
 from .socket_endpoint import Sender, SocketEndpoint
 from .speech import MAX_INPUT_CHARS, SamplingFields
 
@@ -40,7 +40,8 @@ async def deepgram_socket(ws: WebSocket):
 
 
 def check_hold_ms(hold_ms: float) -> float:
-    """`hold_ms` if from 0 to MAX_HOLD_MS, else the error the query's other bounds give (its one check)."""
+    """`hold_ms` when from 0 to MAX_HOLD_MS, else the error a bound of the query's other fields gives:
+    the server's one check of a live turn's hold (the engine's live take is to own it)."""
     if not hold_ms <= MAX_HOLD_MS:   # (NaN too)
         raise PydanticCustomError("less_than_equal", "Input should be less than or equal to {le}", {"le": MAX_HOLD_MS})
     if not hold_ms >= 0:
@@ -72,8 +73,8 @@ class LiveSocket(SocketEndpoint):
     def make_sink(self) -> "LiveSink":
         return LiveSink(self.send, self.query.response_format, self.state.sample_rate)
 
-    def open_turns(self):
-        return self.turns_for(self.query.instructions, self.query.hold_ms)
+    def open_turns(self) -> Turns:
+        return super().open_turns(self.query.instructions, self.query.hold_ms)
 
     def greeting(self) -> dict:
         return {"type": "ready", "voice": self.voice.name, "sample_rate": self.state.sample_rate,
@@ -155,9 +156,6 @@ class DeepgramSocket(SocketEndpoint):
 
     def make_sink(self) -> "DeepgramSink":
         return DeepgramSink(self.send, self.query, self.state.sample_rate)
-
-    def open_turns(self):
-        return self.turns_for()
 
     def greeting(self) -> dict:
         model = self.settings.model_name

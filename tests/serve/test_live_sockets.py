@@ -217,6 +217,21 @@ def test_refusals_name_what_is_wrong(server, engine):
     asyncio.run(talk())
 
 
+def test_hold_ms_is_checked_once_with_one_bound():
+    """The live socket's hold_ms: one check (sockets.check_hold_ms), one bound, the answer a bound of
+    the query's other fields gives (NaN and infinity refused as over it)."""
+    from kazeia.engine.serve.errors import ApiError
+    from kazeia.engine.serve.sockets import MAX_HOLD_MS, LiveQuery
+    from kazeia.engine.serve.speech import parse
+    for fine in (0, 250.5, MAX_HOLD_MS):
+        assert parse({"voice": "vivian", "hold_ms": str(fine)}, LiveQuery).hold_ms == fine
+    for bad, code in (("-5", "greater_than_equal"), (str(MAX_HOLD_MS + 0.5), "less_than_equal"),
+                      ("nan", "less_than_equal"), ("inf", "less_than_equal"), ("soon", "float_parsing")):
+        with pytest.raises(ApiError) as e:
+            parse({"voice": "vivian", "hold_ms": bad}, LiveQuery)
+        assert (e.value.status, e.value.param, e.value.code) == (400, "hold_ms", code), bad
+
+
 def test_a_stalled_turn_is_spoken_then_the_socket_closes(engine):
     running, app = serve(engine, idle_timeout_s=1.0)
 
