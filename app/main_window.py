@@ -1,28 +1,27 @@
-"""The workbench window: layout and chrome only. It places the panels (backend bar, transport, and the
-workspace, wide or narrow), makes the menus and shortcuts from the commands table, shows messages and
-the error banner, follows the theme, touch settings and the on-screen keyboard, and takes dropped files.
-What the operator's actions do is the presenter's (app/presenter.py: panels -> session -> the engine's
-controller); what may start when, the session's (app/session.py, no Qt).
+"""The workbench window: layout and chrome only. It places the panels (backend bar, transport, and
+the workspace, wide or narrow), makes the menus and shortcuts from the commands table
+(app/menus.py), shows messages and the error banner, follows the theme, touch settings and the
+on-screen keyboard, and takes dropped files (app/opening.py). What the operator's actions do is
+the presenters' (app/presenters/, one per feature: panels -> session -> the engine's controller);
+what may start when, the session's (app/session.py, no Qt).
 
 While a take runs the GUI thread only copies each chunk and redraws on a display timer, drawing only
 what is new: the engine's latencies are not paid for by the window that shows them."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QIcon
-from PySide6.QtWidgets import (QDialog, QFileDialog, QInputDialog, QLabel, QMainWindow, QMessageBox, QPlainTextEdit,
+from PySide6.QtWidgets import (QDialog, QLabel, QMainWindow, QMessageBox, QPlainTextEdit,
                                QScrollArea, QVBoxLayout, QWidget)
 
-from kazeia.engine.model_files.gguf_file import FILE_TYPES
 from kazeia.resources import icon_path
 
 from . import theme, touch
-from .actions import shortcut_lines
 from .audio_output import AudioOutput
-from .menus import build_menus
+from .menus import build_menus, command_slots
+from .opening import choose_model, open_dropped
 from .panels.backend import BackendPanel, modes_help
 from .panels.banner import ErrorBanner
 from .panels.compare import ComparePanel
@@ -36,17 +35,16 @@ from .panels.serve import ServePanel
 from .panels.takes import TakesPanel
 from .panels.transport import TransportBar
 from .panels.voice import VoicePanel
-from .panels.voice_library import AUDIO_SUFFIXES, VoiceLibraryPanel
+from .panels.voice_library import VoiceLibraryPanel
 from .plots import TakeView
-from .presenter import Presenter
+from .presenters import Presenters
 from .session import Session
 from .takes import TakeStore
 from .text_markup import TextPlanLabel
 from .workspace import Workspace
 
-DISPLAY_HZ = 8   # display ticks: the latency view and the take view take turns (4 redraws a second each)
-CONVERT_TYPES_NOTE = ("q8_0 (default): half the bytes per frame of f16, so about twice the speed, with quality "
-                      "the bench measures as close to f32; f16/bf16: larger and slower; f32: the reference's numbers.")
+# display ticks: the latency view and the take view take turns (4 redraws a second each)
+DISPLAY_HZ = 8
 
 
 class MainWindow(QMainWindow):
@@ -65,10 +63,10 @@ class MainWindow(QMainWindow):
         self.touch = False
         self._build()
         # after the widgets: the controller's threads must not outlive a failed build
-        self.presenter = Presenter(self, self.session, self.audio)
+        self.presenter = Presenters(self, self.session, self.audio)
         self.controller, self.playback = self.presenter.controller, self.presenter.playback
         self._connect()
-        build_menus(self, self._commands(), self.takes.table)
+        build_menus(self, command_slots(self), self.takes.table)
         for panel in self.panels:
             panel.restore()
         self.text.setPlainText(self.settings.value("text/current", self.text.toPlainText()))
@@ -80,13 +78,14 @@ class MainWindow(QMainWindow):
         touch.tooltips_as_whats_this(self)
         touch.enable_drag_scrolling(self)
         self.set_touch(str(self.settings.value("view/touch", "auto")))
-        QGuiApplication.inputMethod().keyboardRectangleChanged.connect(lambda: self.avoid_keyboard())
+        keyboard = QGuiApplication.inputMethod()
+        keyboard.keyboardRectangleChanged.connect(lambda: self.avoid_keyboard())
         self.display_timer = QTimer(self)
         self.display_timer.setInterval(1000 // DISPLAY_HZ)
-        self.display_timer.timeout.connect(self.presenter.tick)
+        self.display_timer.timeout.connect(self.presenter.core.tick)
         self.display_timer.start()
-        self.presenter.load_model(model_path or self.settings.value("model/last") or None)
-        if self.store.problems:   # (damaged take files were set aside on loading: said once, kept in the history)
+        self.presenter.core.load_model(model_path or self.settings.value("model/last") or None)
+        if self.store.problems:   # (damaged take files set aside on loading: said once, kept)
             self.show_status("takes: " + "; ".join(self.store.problems))
 
     info = property(lambda self: self.session.info)
@@ -104,9 +103,50 @@ class MainWindow(QMainWindow):
         self.backend = BackendPanel(self.settings, self.audio.devices(), self.audio.reason)
         self.outer.addWidget(self.backend)
         self.transport = TransportBar()
-        self.generate_button, self.stop_button = self.transport.generate_button, self.transport.stop_button
+        self.generate_button = self.transport.generate_button
+        self.stop_button = self.transport.stop_button
         self.outer.addWidget(self.transport)
+        self._build_compose()
+        live = self._build_live()
 
+        self.takes = TakesPanel(self.settings, self.store)
+        self.compare = ComparePanel(self.settings)
+        self.library = VoiceLibraryPanel(self.settings, self.voices)
+        self.script = ScriptPanel(self.settings)
+        rules = self.store.folder.parent / "pronunciation.csv"
+        self.pronunciation = LexiconPanel(self.settings, rules)
+        pages = [("Takes", self.takes), ("Compare placements", self.compare),
+                 ("Voices", self.library), ("Script", self.script)]
+        self.workspace = Workspace(self.compose, live, pages)
+        # dialogs, not pages: used now and then, and a fifth tab does not fit a 1280-wide touch
+        # screen; not modal: the operator keeps working while it serves or a model downloads
+        self.pronunciation_dialog = self._dialog_of(self.pronunciation, "Pronunciation rules",
+                                                    (640, 420))
+        self.serve = ServePanel(self.settings, self.voices.folder)
+        self.serve_dialog = self._dialog_of(self.serve, "Serve this model", (720, 480))
+        self.models = ModelsPanel(self.settings)
+        self.models_dialog = self._dialog_of(self.models, "Get models", (760, 440))
+        self.book = BookPanel(self.settings)
+        self.book_dialog = self._dialog_of(self.book, "Speak a book", (760, 640))
+        self.outer.addWidget(self.workspace, 1)
+        # the panels, listed once: settings restored at start and saved on close, the model given
+        # to each
+        self.panels = (self.backend, self.voice, self.sampling, self.latency, self.takes,
+                       self.compare, self.library, self.script, self.pronunciation, self.serve,
+                       self.book)
+
+        self.no_output = QLabel("")
+        self.statusBar().addPermanentWidget(self.no_output)
+        if not self.backend.has_output:   # stays visible: playback is off for the whole session
+            self.no_output.setText(self.audio.reason
+                                   or "no audio output: playback is off, export still works")
+            self.sampling.play_live.setChecked(False)
+            self.sampling.play_live.setEnabled(False)
+        self.setAcceptDrops(True)
+        self.resize(1280, 800)
+
+    def _build_compose(self) -> None:
+        """The compose column: voice, text, the text's plan and sampling, in a scroll area."""
         compose = QWidget()
         lv = QVBoxLayout(compose)
         lv.setContentsMargins(0, 0, 0, 0)
@@ -115,7 +155,8 @@ class MainWindow(QMainWindow):
         self.text = QPlainTextEdit("Hello from Kazeia, the local speech workbench.")
         self.text.setMinimumHeight(80)
         lv.addWidget(self.text, 1)
-        self.text_plan = TextPlanLabel(self.text)   # markup shown, errors where they are, chunks to come
+        # markup shown, errors where they are, chunks to come
+        self.text_plan = TextPlanLabel(self.text)
         lv.addWidget(self.text_plan)
         self.sampling = SamplingPanel(self.settings)
         lv.addWidget(self.sampling)
@@ -128,6 +169,8 @@ class MainWindow(QMainWindow):
         scroll_bar = self.compose.verticalScrollBar().sizeHint().width()
         self.compose.setMinimumWidth(compose.minimumSizeHint().width() + scroll_bar + 4)
 
+    def _build_live(self) -> QWidget:
+        """The live take's views: latencies and the waveform."""
         live = QWidget()
         cv = QVBoxLayout(live)
         cv.setContentsMargins(0, 0, 0, 0)
@@ -136,36 +179,7 @@ class MainWindow(QMainWindow):
         cv.addWidget(self.latency, 1)
         cv.addWidget(self.take_view, 1)
         live.setMinimumWidth(300)
-
-        self.takes = TakesPanel(self.settings, self.store)
-        self.compare = ComparePanel(self.settings)
-        self.library = VoiceLibraryPanel(self.settings, self.voices)
-        self.script = ScriptPanel(self.settings)
-        self.pronunciation = LexiconPanel(self.settings, self.store.folder.parent / "pronunciation.csv")
-        self.workspace = Workspace(self.compose, live, [("Takes", self.takes), ("Compare placements", self.compare),
-                                                        ("Voices", self.library), ("Script", self.script)])
-        # dialogs, not pages: used now and then, and a fifth tab does not fit a 1280-wide touch screen; not
-        # modal: the operator keeps working while it serves or a model downloads
-        self.pronunciation_dialog = self._dialog_of(self.pronunciation, "Pronunciation rules", (640, 420))
-        self.serve = ServePanel(self.settings, self.voices.folder)
-        self.serve_dialog = self._dialog_of(self.serve, "Serve this model", (720, 480))
-        self.models = ModelsPanel(self.settings)
-        self.models_dialog = self._dialog_of(self.models, "Get models", (760, 440))
-        self.book = BookPanel(self.settings)
-        self.book_dialog = self._dialog_of(self.book, "Speak a book", (760, 640))
-        self.outer.addWidget(self.workspace, 1)
-        # the panels, listed once: settings restored at start and saved on close, the model given to each
-        self.panels = (self.backend, self.voice, self.sampling, self.latency, self.takes, self.compare, self.library,
-                       self.script, self.pronunciation, self.serve, self.book)
-
-        self.no_output = QLabel("")
-        self.statusBar().addPermanentWidget(self.no_output)
-        if not self.backend.has_output:   # stays visible: playback is off for the whole session
-            self.no_output.setText(self.audio.reason or "no audio output: playback is off, export still works")
-            self.sampling.play_live.setChecked(False)
-            self.sampling.play_live.setEnabled(False)
-        self.setAcceptDrops(True)
-        self.resize(1280, 800)
+        return live
 
     def _dialog_of(self, panel, title: str, size: tuple[int, int]) -> QDialog:
         dialog = QDialog(self)
@@ -176,7 +190,7 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         b = self.backend
-        b.open_requested.connect(self._open_dialog)
+        b.open_requested.connect(lambda: choose_model(self))
         b.device_changed.connect(self.audio.set_device)
         b.volume_changed.connect(self.audio.set_volume)
         b.modes_button.clicked.connect(self.show_modes_help)
@@ -184,27 +198,14 @@ class MainWindow(QMainWindow):
             panel.error.connect(self.show_error)
         self.takes.status.connect(lambda message: self.show_status(message, 5000))
         self.library.status.connect(lambda message: self.show_status(message, 5000))
-        self.library.profiles_changed.connect(lambda name: self.voice.refresh_profiles(select=name or None))
+        self.library.profiles_changed.connect(
+            lambda name: self.voice.refresh_profiles(select=name or None))
         self._text_save = QTimer(self)   # the text is saved a second after typing stops
         self._text_save.setSingleShot(True)
         self._text_save.setInterval(1000)
-        self._text_save.timeout.connect(lambda: self.settings.setValue("text/current", self.text.toPlainText()))
+        self._text_save.timeout.connect(lambda: self.settings.setValue("text/current",
+                                                                       self.text.toPlainText()))
         self.text.textChanged.connect(self._text_save.start)
-
-    def _commands(self) -> dict:
-        p = self.presenter
-        return {"open": self._open_dialog, "open_demo": lambda: p.load_model(None),
-                "export": lambda: self.takes.export_selected(), "quit": self.close, "generate": lambda: p.generate(),
-                "stop": p.stop, "play": p.toggle_play, "ab": p.start_ab, "blind_test": lambda: p.start_blind_test(), "switch_ab": self.playback.switch_ab,
-                "compare": p.compare_current, "restore": lambda: p.restore_take(self.takes.current()),
-                "rename": self.takes.rename_current, "delete": self.takes.delete_selected,
-                "new_voice": self.library.new_from_audio,
-                "keep_voice": lambda: self.takes.current() and self.takes.ask_keep_voice(self.takes.current()),
-                "show_voices": lambda: self.workspace.show_page(self.library), "shortcuts": lambda: self._info_box("Shortcuts", "\n".join(shortcut_lines())),
-                "pronunciation": self.pronunciation_dialog.show, "serve": self.serve_dialog.show,
-                "book": self.book_dialog.show,
-                "get_models": self.show_models, "modes": self.show_modes_help,
-                "messages": lambda: self._info_box("Messages", self.session.recent_messages())}
 
     # ---- theme, touch, the on-screen keyboard ----------------------------------------------
     def set_theme(self, choice: str) -> None:
@@ -214,14 +215,16 @@ class MainWindow(QMainWindow):
     def _apply_colors(self, colors) -> None:
         for view in (self.banner, self.text_plan, self.latency, self.take_view):
             view.apply_colors(colors)
-        if self.touch:   # a style sheet keeps the palette its widgets were polished with: polish them again
+        # a style sheet keeps the palette its widgets were polished with: polish them again
+        if self.touch:
             touch.set_touch_style(self, False)
             touch.set_touch_style(self, True)
 
     def set_touch(self, choice: str) -> None:
         """auto (a touch screen is present), on or off: hit targets and rows for a finger."""
         if choice not in touch.CHOICES:   # (a settings file edited by hand)
-            self.show_status(f"touch setting {choice!r} is not one of {', '.join(touch.CHOICES)}: auto", 5000)
+            choices = ", ".join(touch.CHOICES)
+            self.show_status(f"touch setting {choice!r} is not one of {choices}: auto", 5000)
             choice = "auto"
         self.touch = touch.touch_wanted(choice)
         self.settings.setValue("view/touch", choice)
@@ -246,7 +249,7 @@ class MainWindow(QMainWindow):
     def clear_error(self) -> None:
         self.banner.clear()
 
-    def _info_box(self, title: str, text: str) -> None:
+    def info_box(self, title: str, text: str) -> None:
         box = QMessageBox(QMessageBox.Information, title, text, QMessageBox.Close, self)
         box.setTextInteractionFlags(Qt.TextSelectableByMouse)
         box.open()
@@ -257,25 +260,7 @@ class MainWindow(QMainWindow):
         self.models_dialog.raise_()
 
     def show_modes_help(self) -> None:
-        self._info_box("What the placement modes mean", modes_help())
-
-    def _open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", "GGUF models (*.gguf);;All files (*)")
-        if not path:
-            path = QFileDialog.getExistingDirectory(self, "Or a Hugging Face checkpoint folder")
-        if path:
-            self.open_path(path)
-
-    def open_path(self, path: str) -> None:
-        """A GGUF file, or a Hugging Face folder (asks which weight type to convert it to)."""
-        out_type = "q8_0"
-        if Path(path).is_dir():
-            types = ["q8_0", *[t for t in FILE_TYPES if t != "q8_0"]]
-            out_type, ok = QInputDialog.getItem(self, "Convert the checkpoint", "weight type (converted once, "
-                                                "then cached):\n" + CONVERT_TYPES_NOTE, types, 0, False)
-            if not ok:
-                return
-        self.presenter.load_model(path, out_type)
+        self.info_box("What the placement modes mean", modes_help())
 
     # ---- drag and drop, closing --------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:
@@ -283,12 +268,7 @@ class MainWindow(QMainWindow):
             event.acceptProposedAction()
 
     def dropEvent(self, event) -> None:
-        urls = event.mimeData().urls()
-        path = urls[0].toLocalFile() if urls else ""
-        if Path(path).suffix.lower() in AUDIO_SUFFIXES:
-            self.presenter.add_voice(path)
-        elif path:
-            self.open_path(path)
+        open_dropped(self, event.mimeData().urls())
 
     def save_settings(self) -> None:
         for panel in self.panels:
@@ -299,5 +279,5 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         self.save_settings()
         self.audio.stop()
-        self.presenter.controller.shutdown()   # (a download is cancelled: nothing half-written is registered)
+        self.controller.shutdown()   # (a download is cancelled: nothing half-written is registered)
         super().closeEvent(event)

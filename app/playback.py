@@ -1,6 +1,6 @@
 """What the audio output plays: a take (from a position, at a gain), a rendered file or a preview,
-and A/B listening: two takes, switching at the same position, loudness-matched when asked (so the
-louder one does not win)."""
+and A/B listening: two takes (the session's A/B pair), switching at the same position, loudness-matched
+when asked (so the louder one does not win)."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,12 +14,11 @@ class Playback(QObject):
     status = Signal(str)   # a passing message (nothing to play on, what to select)
     error = Signal(str)
 
-    def __init__(self, audio, store, has_output):
+    def __init__(self, audio, session, has_output):
         super().__init__()
-        self.audio, self.store = audio, store
+        self.audio, self.session, self.store = audio, session, session.store
         self._has_output = has_output   # () -> bool: an output device was chosen
         self.playing = None             # the Take playing, if a take plays
-        self.ab_pair: tuple | None = None
         self.match_loudness = True
 
     def _can_play(self) -> bool:
@@ -77,23 +76,24 @@ class Playback(QObject):
     # -- A/B ---------------------------------------------------------------------------------------
     def start_ab(self, a, b) -> str:
         """Plays A; returns what the pair is, in words."""
-        self.ab_pair = (a, b)
+        self.session.ab_pair = (a, b)
         self.play_take(a, gain=self.gain(a))
         return (f"A: {a.label} ({a.voice}, seed {a.sampling.get('seed')})\n"
                 f"B: {b.label} ({b.voice}, seed {b.sampling.get('seed')})\nB switches.")
 
     def switch_ab(self) -> None:
         """Switches between A and B at the same position."""
-        if self.ab_pair is None:
+        if self.session.ab_pair is None:
             return
-        a, b = self.ab_pair
+        a, b = self.session.ab_pair
         other = b if self.playing is a else a
         self.play_take(other, start=self.audio.position, gain=self.gain(other))
 
     def pair_playing(self) -> bool:
-        return self.ab_pair is not None and self.playing in self.ab_pair and self.audio.playing
+        pair = self.session.ab_pair
+        return pair is not None and self.playing in pair and self.audio.playing
 
     def gain(self, take) -> float:
-        if not self.match_loudness or self.ab_pair is None:
+        if not self.match_loudness or self.session.ab_pair is None:
             return 1.0
         return matched_gain(self.store.audio(take), take.sample_rate)

@@ -43,7 +43,7 @@ class Session:
         self.voices = voices or VoiceLibrary(store.folder.parent / "voices")
         self.info = None                  # the loaded model's ModelInfo
         self.comparison: PlacementComparison | None = None
-        self.ab_pair: tuple[Take, Take] | None = None
+        self.ab_pair: tuple[Take, Take] | None = None   # the A/B pair: the last listened to or compared
         self.messages: list[str] = []
 
     # ---- status history ----------------------------------------------------------------------
@@ -125,3 +125,23 @@ class Session:
 
     def profile_path(self, name: str | None) -> str | None:
         return str(self.voices.path(name)) if name else None
+
+    def voice_keeping_models(self, entries=None) -> list[str]:
+        """The Base models a take's voice is kept with, one per size at hand: those pulled (the
+        registry's `entries`, its own by default) and the one open."""
+        if entries is None:
+            from kazeia.engine.models.registry import Registry
+            entries = Registry().entries()
+        paths = [e.path for e in entries if e.variant == "base" and Path(e.path).is_file()]
+        if self.info is not None and self.info.variant == "base" and str(self.info.path) not in paths:
+            paths.insert(0, str(self.info.path))
+        if not paths:
+            raise ValueError("keeping a voice needs a Base model (0.6B or 1.7B): File > Get models... (Base), "
+                             "or open one")
+        return paths
+
+    @staticmethod
+    def kept_voice_name(take: Take, name: str | None = None) -> str:
+        """The profile's name: as asked, else the take's, else from its voice design or speaker."""
+        instruct = take.request.get("instruct")
+        return name or take.name or (f"kept {instruct[:30]}" if instruct else f"kept {take.voice}")

@@ -71,9 +71,9 @@ def test_gui_thread_cost_of_a_30_s_take_is_bounded(qtbot, window, monkeypatch, r
     frames = 375   # 30 s of audio (greedy: the demo model runs to the limit)
     window.sampling.greedy.setChecked(True)
     window.sampling.max_frames.setValue(frames)
-    with qtbot.waitSignal(window.presenter.take_finished, timeout=600_000) as blocker:
+    with qtbot.waitSignal(window.presenter.core.take_finished, timeout=600_000) as blocker:
         cpu0, wall0 = time.thread_time(), time.perf_counter()
-        assert window.presenter.generate()
+        assert window.presenter.core.generate()
     gui_cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
     assert len(blocker.args[0].codes) == frames and wall >= 30
     share = gui_cpu / wall
@@ -89,7 +89,7 @@ def test_latencies_shown_match_the_engine_alone(qtbot, window, report):
     window.sampling.play_live.setChecked(False)
     window.sampling.greedy.setChecked(True)
     window.sampling.max_frames.setValue(200)
-    job = window.presenter.job()
+    job = window.presenter.core.job()
     alone = Engine.load(window.info.path, threads=job.threads)
 
     def run_alone():
@@ -98,9 +98,9 @@ def test_latencies_shown_match_the_engine_alone(qtbot, window, report):
             pass
         return stream.result
     runs = [run_alone()]
-    with qtbot.waitSignal(window.presenter.take_finished, timeout=600_000) as blocker:
+    with qtbot.waitSignal(window.presenter.core.take_finished, timeout=600_000) as blocker:
         cpu0, wall0 = time.thread_time(), time.perf_counter()
-        assert window.presenter.generate()
+        assert window.presenter.core.generate()
     gui_cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
     qtbot.wait(20)
     runs.append(run_alone())
@@ -123,11 +123,11 @@ def test_stop_cancels_within_a_frame_and_marks_the_take(qtbot, window):
     def on_chunk(chunk):
         if not made:
             made.append(chunk.timings.frames)
-            window.presenter.stop()
+            window.presenter.core.stop()
             made.append(window.controller.take.stream._timings.frames)   # frames finished when Stop was pressed
     watch = JobProgress(window.controller, "take", on_chunk)  # noqa: F841
-    with qtbot.waitSignal(window.presenter.take_finished, timeout=TIMEOUT_MS) as blocker:
-        window.presenter.generate()
+    with qtbot.waitSignal(window.presenter.core.take_finished, timeout=TIMEOUT_MS) as blocker:
+        window.presenter.core.generate()
     result = blocker.args[0]
     assert result.stop_reason == "cancelled"
     assert len(result.codes) <= made[1] + 1 < 400   # at most one frame after Stop
@@ -140,11 +140,11 @@ def test_errors_show_in_a_banner_that_clears_on_success(qtbot, window, workdir):
     bad = workdir / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\x00" * 64)
     with qtbot.waitSignal(window.error_shown, timeout=TIMEOUT_MS):
-        window.presenter.load_model(str(bad))
+        window.presenter.core.load_model(str(bad))
     assert window.banner.isVisible() and "cannot open" in window.banner_text.text()
     window.text.setPlainText("   ")
     with qtbot.waitSignal(window.error_shown, timeout=TIMEOUT_MS):
-        window.presenter.generate()
+        window.presenter.core.generate()
     assert window.banner.isVisible() and "text is empty" in window.banner_text.text()
     assert any("text is empty" in m for m in window.session.messages)   # the history keeps it
     window.text.setPlainText("Still alive after errors.")
@@ -170,15 +170,15 @@ def test_threads_and_placement_apply_to_the_next_take_as_they_ran(qtbot, accel_w
             window.backend.threads.setValue(after)
             window.backend.set_placement(ALL_SCHED)
     watch = JobProgress(window.controller, "take", on_chunk)
-    with qtbot.waitSignal(window.presenter.take_finished, timeout=TIMEOUT_MS):
-        window.presenter.generate()
+    with qtbot.waitSignal(window.presenter.core.take_finished, timeout=TIMEOUT_MS):
+        window.presenter.core.generate()
     window.controller.submitted.disconnect(watch._submitted)
     first = window.store.takes[-1]
     assert first.threads == before and first.placement == ALL_CPU
     generate(qtbot, window, frames=4, timeout_ms=ACCEL_TIMEOUT_MS)
     second = window.store.takes[-1]
     assert second.threads == after and second.placement == ALL_SCHED
-    assert window.controller.engine.threads == after and window.presenter.applied.threads == after
+    assert window.controller.engine.threads == after and window.presenter.core.applied.threads == after
 
 
 @pytest.mark.slow
@@ -210,8 +210,8 @@ def test_opens_a_checkpoint_folder_with_conversion_progress(qtbot, workdir):
     w = make_window(qtbot, workdir)
     progress = []
     watch = JobProgress(w.controller, "load", progress.append)  # noqa: F841
-    with qtbot.waitSignal(w.presenter.model_loaded, timeout=TIMEOUT_MS):
-        w.presenter.load_model(str(checkpoint_dir("voice_design")))   # the dialog's default type
+    with qtbot.waitSignal(w.presenter.core.model_loaded, timeout=TIMEOUT_MS):
+        w.presenter.core.load_model(str(checkpoint_dir("voice_design")))   # the dialog's default type
     assert w.info.variant == "voice_design" and w.voice.instruct.isEnabled() and not w.voice.speaker.isEnabled()
     assert progress and progress[-1][0] == progress[-1][1]
     assert (workdir / "data" / "models" / "tiny-voice_design-q8_0.gguf").exists()

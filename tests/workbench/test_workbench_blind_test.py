@@ -46,7 +46,7 @@ def two_named_takes(qtbot, w):
 
 
 def open_dialog(qtbot, w, kind: str = "abx", trials: int = 6):
-    dialog = w.presenter.start_blind_test()
+    dialog = w.presenter.takes.start_blind_test()
     assert dialog is not None
     qtbot.waitExposed(dialog)
     dialog.activateWindow()
@@ -150,7 +150,7 @@ def test_a_blind_test_needs_two_takes(qtbot, workdir):
     w, _ = capture_window(qtbot, workdir)
     generate(qtbot, w, frames=4, seed=1)
     w.takes.table.selectAll()
-    assert w.presenter.start_blind_test() is None
+    assert w.presenter.takes.start_blind_test() is None
     assert "exactly two takes" in w.statusBar().currentMessage()
     QApplication.processEvents()
     w.controller.shutdown()

@@ -18,7 +18,7 @@ from support.workbench import window, workdir  # noqa: E402,F401 (fixtures)
 
 
 def _render(qtbot, window, click) -> object:
-    with qtbot.waitSignal(window.presenter.book_finished, timeout=TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.presenter.render.book_finished, timeout=TIMEOUT_MS) as done:
         click()
     assert not isinstance(done.args[0], str), done.args[0]
     qtbot.wait(20)
@@ -39,8 +39,9 @@ def test_a_book_rendered_from_the_dialog(qtbot, window, workdir):
     out = Path(panel.out_dir.text())
     seen = []
     watch = JobProgress(window.controller, "book", seen.append)
+    core = window.presenter.core
     result = _render(qtbot, window, lambda: (panel.render_button.click(),
-                                             window.presenter.generate() and pytest.fail("a take ran beside the book")))
+                                             core.generate() and pytest.fail("a take ran beside the book")))
     window.controller.submitted.disconnect(watch._submitted)
     assert not result.stopped and len(result.chapters) == 2
     assert seen and seen[-1]["stage"] == "finished" and seen[-1]["chunks_done"] == seen[-1]["chunks_total"]

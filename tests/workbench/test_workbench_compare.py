@@ -20,9 +20,9 @@ def test_compare_placements_makes_two_takes_with_their_difference(qtbot, accel_w
     window.sampling.max_frames.setValue(6)
     window.sampling.seed.setValue(5)
     before = len(window.store.takes)
-    window.presenter.compare_current()
-    qtbot.waitUntil(lambda: window.playback.ab_pair is not None, timeout=ACCEL_TIMEOUT_MS)
-    a, b = window.playback.ab_pair
+    window.presenter.takes.compare_current()
+    qtbot.waitUntil(lambda: window.session.ab_pair is not None, timeout=ACCEL_TIMEOUT_MS)
+    a, b = window.session.ab_pair
     assert len(window.store.takes) == before + 2
     assert a.placement == ALL_CPU and b.placement == ALL_SCHED and a.sampling["seed"] == b.sampling["seed"] == 5
     d = b.comparison["difference"]
@@ -54,9 +54,9 @@ def test_compare_two_weight_types_then_test_them_blind(qtbot, workdir, converted
                 combo.setCurrentText("cpu")
         w.sampling.max_frames.setValue(8)
         w.sampling.seed.setValue(5)
-        w.presenter.compare_current()
-        qtbot.waitUntil(lambda: w.playback.ab_pair is not None, timeout=TIMEOUT_MS)
-        a, b = w.playback.ab_pair
+        w.presenter.takes.compare_current()
+        qtbot.waitUntil(lambda: w.session.ab_pair is not None, timeout=TIMEOUT_MS)
+        a, b = w.session.ab_pair
         assert Path(a.model).name == f32.name and Path(b.model).name == q8.name
         assert a.sampling["seed"] == b.sampling["seed"] == 5 and a.placement == b.placement
         assert w.compare.table.item(0, 0).text() == f32.name and w.compare.table.item(0, 1).text() == q8.name
@@ -72,7 +72,7 @@ def test_compare_two_weight_types_then_test_them_blind(qtbot, workdir, converted
         bad = converted("voice_design", "f32")   # (another variant: refused with a message)
         w.compare.set_b_model(str(bad))
         with qtbot.waitSignal(w.error_shown, timeout=TIMEOUT_MS):
-            w.presenter.compare_current()
+            w.presenter.takes.compare_current()
         assert "compare models of one variant" in w.banner_text.text()
     finally:
         w.controller.cancel()

@@ -43,7 +43,7 @@ def test_bad_markup_is_a_message_with_its_position(qtbot, window):
     window.error_shown.connect(errors.append)
     window.text.setPlainText("Fine.\nThen [pause:forever] here.")
     window.sampling.max_frames.setValue(3)
-    assert window.presenter.generate()
+    assert window.presenter.core.generate()
     qtbot.waitUntil(lambda: bool(errors), timeout=30_000)
     assert "line 2, column 6" in errors[0] and "duration" in errors[0]
     qtbot.waitUntil(lambda: window.generate_button.isEnabled(), timeout=10_000)
@@ -73,9 +73,9 @@ def test_one_chunk_made_again_changes_that_chunk_only(qtbot, window):
     old = window.store.takes[-1]
     outcome = {}
     done = Outcome(outcome)
-    window.presenter.take_finished.connect(done.finished)
+    window.presenter.core.take_finished.connect(done.finished)
     window.error_shown.connect(done.failed)
-    assert window.presenter.redo_chunk(old, 1, seed=4242)
+    assert window.presenter.takes.redo_chunk(old, 1, seed=4242)
     qtbot.waitUntil(lambda: bool(outcome), timeout=60_000)
     assert "result" in outcome, outcome
     new = window.store.takes[-1]

@@ -60,12 +60,12 @@ def test_ab_switches_between_two_takes(qtbot, workdir):
     generate(qtbot, w, frames=30, seed=1)
     generate(qtbot, w, frames=30, seed=2)
     w.takes.table.selectAll()
-    w.presenter.start_ab()
+    w.presenter.takes.start_ab()
     first = w.playback.playing
-    assert first is not None and w.playback.ab_pair is not None
+    assert first is not None and w.session.ab_pair is not None
     qtbot.wait(50)
     w.playback.switch_ab()
-    assert w.playback.playing is not first and w.playback.playing in w.playback.ab_pair
+    assert w.playback.playing is not first and w.playback.playing in w.session.ab_pair
     w.playback.switch_ab()
     assert w.playback.playing is first
     assert "A:" in w.takes.ab_label.text() and "B:" in w.takes.ab_label.text()
@@ -83,7 +83,7 @@ def test_playback_reaches_the_audio_device(qtbot, workdir):
     generate(qtbot, w, frames=10, seed=5)
     take = w.store.takes[-1]
     w.takes.select(take)
-    w.presenter.toggle_play()
+    w.presenter.takes.toggle_play()
     assert w.playback.playing is take, w.session.messages[-1:]
     qtbot.waitUntil(lambda: audio.position >= len(w.store.audio(take)), timeout=30_000)
     qtbot.waitUntil(lambda: not audio.playing, timeout=30_000)
@@ -106,7 +106,7 @@ def test_the_limiter_keeps_captured_playback_within_full_scale(qtbot, workdir):
                             sampling={}, placement=ALL_CPU, threads=1, timings={}, stop_reason="eos",
                             sample_rate=24000, audio=loud))
     w.takes.refresh(select=take)
-    w.presenter.toggle_play()
+    w.presenter.takes.toggle_play()
     assert w.playback.playing is take, w.session.messages[-1:]
     qtbot.waitUntil(lambda: audio.position >= len(loud), timeout=30_000)
     qtbot.waitUntil(lambda: not audio.playing, timeout=30_000)
@@ -128,7 +128,7 @@ def test_runs_without_an_audio_device(qtbot, workdir):
     assert not w.backend.device_box.isEnabled() and not w.sampling.play_live.isChecked()
     generate(qtbot, w, frames=3)
     w.takes.select(w.store.takes[0])
-    w.presenter.toggle_play()
+    w.presenter.takes.toggle_play()
     assert "no audio output" in w.no_output.text()   # stays visible, not a 5-second message
     assert "no audio output" in w.statusBar().currentMessage()
     assert len(w.store.takes) == 1

@@ -28,10 +28,10 @@ def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window,
     assert panel.table.rowCount() == 6 and panel.table.item(5, 3).text().startswith("invalid: empty text")
     out = Path(panel.out_dir.text())
     assert out == workdir / "lines-render"
-    with qtbot.waitSignal(window.presenter.script_finished, timeout=TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.presenter.render.script_finished, timeout=TIMEOUT_MS) as done:
         panel.render_all_button.click()
         assert window.controller.rendering and not panel.render_all_button.isEnabled()
-        assert not window.presenter.generate() and "script is rendering" in window.statusBar().currentMessage()
+        assert not window.presenter.core.generate() and "script is rendering" in window.statusBar().currentMessage()
     summary = done.args[0]
     assert summary.done == 5 and summary.skipped == 1 and summary.failed == 0
     qtbot.wait(20)
@@ -41,7 +41,7 @@ def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window,
         assert float(panel.table.item(r, 5).text()) > 0
     first = soundfile.read(out / "l2.wav", dtype="float32")[0]
     panel.table.selectRow(2)
-    with qtbot.waitSignal(window.presenter.script_finished, timeout=TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.presenter.render.script_finished, timeout=TIMEOUT_MS) as done:
         panel.new_seed_button.click()
     assert done.args[0].done == 1   # only the selected line
     again = soundfile.read(out / "l2.wav", dtype="float32")[0]
@@ -56,16 +56,16 @@ def test_script_panel_renders_resumes_and_refuses_takes_meanwhile(qtbot, window,
     panel.table.setRowCount(0)
     assert panel.open_script(str(script))
     assert all(panel.table.item(r, 3).text().startswith("done") for r in range(5))
-    with qtbot.waitSignal(window.presenter.script_finished, timeout=TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.presenter.render.script_finished, timeout=TIMEOUT_MS) as done:
         panel.render_all_button.click()
     assert done.args[0].done == 0 and done.args[0].kept == 5
     # Esc stops a render: the lines in flight are cancelled, nothing half-written stays
     script.write_text("id,text,speaker,max_frames\n" + "".join(f"s{i},Stop line {i}.,vivian,300\n" for i in range(8)))
     assert panel.open_script(str(script))
-    with qtbot.waitSignal(window.presenter.script_finished, timeout=TIMEOUT_MS) as done:
+    with qtbot.waitSignal(window.presenter.render.script_finished, timeout=TIMEOUT_MS) as done:
         panel.render_all_button.click()
         qtbot.wait(200)
-        window.presenter.stop()
+        window.presenter.core.stop()
     assert done.args[0].done < 8 and not window.controller.rendering
     qtbot.wait(20)
     assert all(panel.table.item(r, 3).text() in ("", "done") for r in range(8))

@@ -71,7 +71,7 @@ def test_touch_mode_sizes_every_target_for_a_finger(qtbot, touch_window):
 def test_generate_and_stop_by_finger(qtbot, touch_window, monkeypatch):
     w = touch_window
     w.sampling.max_frames.setValue(6)
-    with qtbot.waitSignal(w.presenter.take_finished, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(w.presenter.core.take_finished, timeout=TIMEOUT_MS):
         tap(w.transport.generate_button)
     assert len(w.store.takes) == 1
     # a long take at real-time pace, stopped by a tap
@@ -82,7 +82,7 @@ def test_generate_and_stop_by_finger(qtbot, touch_window, monkeypatch):
     w.sampling.greedy.setChecked(True)   # (greedy: the demo model runs to the limit)
     tap(w.transport.generate_button)
     qtbot.waitUntil(lambda: w.stop_button.isEnabled() and w.latency.chart.frames > 0, timeout=TIMEOUT_MS)
-    with qtbot.waitSignal(w.presenter.take_finished, timeout=TIMEOUT_MS) as blocker:
+    with qtbot.waitSignal(w.presenter.core.take_finished, timeout=TIMEOUT_MS) as blocker:
         tap(w.transport.stop_button)
     assert blocker.args[0].stop_reason == "cancelled"
 
@@ -127,10 +127,10 @@ def test_ab_by_finger_switches_at_the_same_position(qtbot, workdir):
     w.takes.table.selectAll()
     tap(w.transport.ab_button)
     first = w.playback.playing
-    assert first is not None and w.playback.ab_pair is not None
+    assert first is not None and w.session.ab_pair is not None
     qtbot.wait(200)
     tap(w.transport.ab_button)   # while the pair plays: switch
-    assert w.playback.playing is not first and w.playback.playing in w.playback.ab_pair and audio.position > 0
+    assert w.playback.playing is not first and w.playback.playing in w.session.ab_pair and audio.position > 0
     w.playback.stop()
     w.controller.shutdown()
 
@@ -160,7 +160,7 @@ def test_a_voice_made_by_finger(qtbot, workdir, converted, monkeypatch):
     qtbot.wait(50)
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(audio_path), ""))
     monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("", False))
-    with qtbot.waitSignal(w.presenter.voice_created, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(w.presenter.voices.voice_created, timeout=TIMEOUT_MS):
         tap(w.library.new_button)
     assert w.voices.names() == ["finger voice"] and w.voice.profile.currentText() == "finger voice"
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.Yes)

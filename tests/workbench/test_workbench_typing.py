@@ -21,7 +21,7 @@ def test_speak_as_i_type_is_one_utterance_of_the_typed_text(qtbot, window):
     window.text.setPlainText("")
     outcome = {}
     done = Outcome(outcome)
-    window.presenter.take_finished.connect(done.finished)
+    window.presenter.core.take_finished.connect(done.finished)
     window.error_shown.connect(done.failed)
     button = window.transport.type_button
     button.click()

@@ -22,19 +22,19 @@ def test_voice_library_for_base_models(qtbot, workdir, converted, monkeypatch):
     w = make_window(qtbot, workdir, model=str(converted("base")))
     assert w.voice.profile.isEnabled() and w.voice.profile.count() == 0
     w.text.setPlainText("Cloned hello.")
-    assert not w.presenter.generate()   # no profile yet: a clear message, not a crash
+    assert not w.presenter.core.generate()   # no profile yet: a clear message, not a crash
     assert "pick or create a voice profile" in w.banner_text.text() and not w.controller.busy
-    with qtbot.waitSignal(w.presenter.voice_created, timeout=TIMEOUT_MS):
-        assert w.presenter.add_voice(str(audio_path)) == "my voice"
+    with qtbot.waitSignal(w.presenter.voices.voice_created, timeout=TIMEOUT_MS):
+        assert w.presenter.voices.add_voice(str(audio_path)) == "my voice"
     bad = workdir / "silence.wav"
     soundfile.write(bad, np.zeros(48000, np.float32), 24000)
     with qtbot.waitSignal(w.error_shown, timeout=TIMEOUT_MS):
-        w.presenter.add_voice(str(bad))
+        w.presenter.voices.add_voice(str(bad))
     assert "silent" in w.banner_text.text()
     assert generate(qtbot, w, frames=4).stop_reason == "limit" and not w.banner.isVisible()
     assert w.store.takes[-1].request["voice_profile"] == "my voice"
-    with qtbot.waitSignal(w.presenter.voice_created, timeout=TIMEOUT_MS):
-        w.presenter.add_voice(str(audio_path), name="with text", transcript="Hello there, nice to meet you.")
+    with qtbot.waitSignal(w.presenter.voices.voice_created, timeout=TIMEOUT_MS):
+        w.presenter.voices.add_voice(str(audio_path), name="with text", transcript="Hello there, nice to meet you.")
     w.voice.profile.setCurrentText("with text")
     assert "in-context" in w.voice.profile_info.text()
     assert generate(qtbot, w, frames=4).stop_reason == "limit"   # in-context cloning
@@ -44,13 +44,13 @@ def test_voice_library_for_base_models(qtbot, workdir, converted, monkeypatch):
     assert kinds == {"my voice": "x-vector", "with text": "in-context"}
     screenshot(w, "workbench_voice_library")
     takes = len(w.store.takes)
-    with qtbot.waitSignal(w.presenter.preview_played, timeout=TIMEOUT_MS) as blocker:
-        w.presenter.preview_voice("my voice")   # a short fixed sentence, not a take
+    with qtbot.waitSignal(w.presenter.voices.preview_played, timeout=TIMEOUT_MS) as blocker:
+        w.presenter.voices.preview_voice("my voice")   # a short fixed sentence, not a take
     assert 0 < len(blocker.args[0]) < 24000 * 20 and len(w.store.takes) == takes
     jobs = []
     w.controller.submitted.connect(jobs.append)
-    with qtbot.waitSignal(w.presenter.preview_played, timeout=TIMEOUT_MS) as again:
-        w.presenter.preview_voice("my voice")   # made once: from the library's cache the second time
+    with qtbot.waitSignal(w.presenter.voices.preview_played, timeout=TIMEOUT_MS) as again:
+        w.presenter.voices.preview_voice("my voice")   # made once: from the library's cache the second time
     assert not jobs and np.array_equal(again.args[0], blocker.args[0])
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.No)
     w.library.delete("my voice")
@@ -75,8 +75,8 @@ def test_keep_a_designed_voice_and_a_library_shared_by_two_windows(qtbot, workdi
     w.voice.language.setCurrentText("english")
     generate(qtbot, w, frames=40, seed=3, text="The kept voice says this sentence.")
     take = w.store.takes[-1]
-    with qtbot.waitSignal(w.presenter.voice_kept, timeout=TIMEOUT_MS) as kept:
-        assert w.presenter.keep_voice(take, "calm designed") is not None
+    with qtbot.waitSignal(w.presenter.voices.voice_kept, timeout=TIMEOUT_MS) as kept:
+        assert w.presenter.voices.keep_voice(take, "calm designed") is not None
     assert kept.args[0] == ["calm designed"]
     entry = w.voices.entry("calm designed")
     assert (entry.source, entry.kind, entry.transcript) == ("designed", "in-context", "The kept voice says this sentence.")
@@ -100,6 +100,6 @@ def test_keep_a_designed_voice_and_a_library_shared_by_two_windows(qtbot, workdi
     assert names == ["calm designed", "imported calm"]
     # no Base model at hand: a clear message
     Registry().remove("tiny-base")
-    assert w.presenter.keep_voice(take) is None and "needs a Base model" in w.banner_text.text()
+    assert w.presenter.voices.keep_voice(take) is None and "needs a Base model" in w.banner_text.text()
     other.controller.shutdown()
     w.controller.shutdown()
