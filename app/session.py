@@ -1,7 +1,8 @@
 """The operator's session without Qt: the loaded model's info, the takes, the voice library, the A/B
-pair, a placement comparison under way, the status history, and the rules of what may start when.
-The window shows it and the engine's controller runs its jobs; this decides (napari's ViewerModel
-and Friture's models keep the same line), so it is tested without a display."""
+pair (the one the playback plays), a placement comparison under way, the status history, and the
+rules: what may start when, a chunk's new seed, which Base models keep a take's voice and its name.
+The window shows it, the presenters ask it and the engine's controller runs their jobs; this decides
+(napari's ViewerModel and Friture's models keep the same line), so it is tested without a display."""
 from __future__ import annotations
 
 import random

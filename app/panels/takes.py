@@ -183,6 +183,13 @@ class TakesPanel(Panel):
         self.proxy.setSourceModel(self.model)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        self._build_table(layout)
+        self._build_actions(layout)
+        self._connect()
+        self.refresh()
+
+    def _build_table(self, layout) -> None:
+        """The filter and count, the table and the selected take's details below it."""
         top = QHBoxLayout()
         self.only_this_model = QCheckBox("this model only")
         self.only_this_model.setChecked(True)
@@ -217,6 +224,8 @@ class TakesPanel(Panel):
         split.setSizes([300, 140])
         layout.addWidget(split, 1)
 
+    def _build_actions(self, layout) -> None:
+        """A/B and blind test, then restore, rename, delete, then export."""
         row = QHBoxLayout()
         self.match_loudness = QCheckBox("match loudness in A/B")
         self.match_loudness.setChecked(True)
@@ -245,6 +254,7 @@ class TakesPanel(Panel):
         row.addWidget(self.export_button)
         layout.addLayout(row)
 
+    def _connect(self) -> None:
         self.only_this_model.toggled.connect(self._filter_changed)
         self.table.selectionModel().currentRowChanged.connect(lambda *_: self.selection_changed.emit(self.current()))
         self.restore_button.clicked.connect(lambda: self.current() and self.restore_requested.emit(self.current()))
@@ -260,7 +270,6 @@ class TakesPanel(Panel):
             lambda pos: self.table.indexAt(pos).isValid() and
             self.open_actions(self.table.indexAt(pos).row(), self.table.viewport().mapToGlobal(pos)))
         watch([self.only_this_model, self.match_loudness, self.export_format, self.export_pattern], self.changed)
-        self.refresh()
 
     def _filter_changed(self, on: bool) -> None:
         self.proxy.set_only_this_model(on)

@@ -30,7 +30,7 @@ def request(engine, seed=7, **kw) -> TakeRequest:
 
 def run(engine, req: TakeRequest, session) -> tuple[Take, object]:
     """A take as the controller makes one: the engine's Result recorded into the Take."""
-    result = engine.take(req.engine_request())
+    result = engine.open_take(req.engine_request())
     for _ in result:
         pass
     take = Take.for_request(req, str(engine.info.path), engine.info.sample_rate)
@@ -120,3 +120,23 @@ def test_voice_names_are_free_and_messages_are_kept(session):
         session.note(f"message {i}")
     shown = session.recent_messages().splitlines()
     assert len(shown) == 40 and shown[-1].endswith("message 49")
+
+
+def test_a_voice_is_kept_with_each_base_model_at_hand_and_named_from_the_take(session, tmp_path):
+    pulled = tmp_path / "base-1.7b.gguf"
+    pulled.write_bytes(b"gguf")
+    entries = [SimpleNamespace(variant="base", path=str(pulled)),
+               SimpleNamespace(variant="base", path=str(tmp_path / "gone.gguf")),   # (deleted since)
+               SimpleNamespace(variant="custom_voice", path=str(pulled))]
+    with pytest.raises(ValueError, match="needs a Base model"):
+        session.voice_keeping_models([])
+    assert session.voice_keeping_models(entries) == [str(pulled)]
+    session.info = SimpleNamespace(variant="base", path=tmp_path / "open-0.6b.gguf")
+    assert session.voice_keeping_models(entries) == [str(tmp_path / "open-0.6b.gguf"), str(pulled)]
+    session.info = SimpleNamespace(variant="base", path=pulled)   # (the open one is a pulled one: once)
+    assert session.voice_keeping_models(entries) == [str(pulled)]
+    take = Take(id="t", created=0, text="x", model="m", request={"speaker": "vivian"}, sampling={}, placement={},
+                threads=1, timings={}, stop_reason="", sample_rate=24000)
+    assert session.kept_voice_name(take, "mine") == "mine" and session.kept_voice_name(take).startswith("kept ")
+    take.request["instruct"] = "A calm, low voice that reads a long novel aloud"
+    assert session.kept_voice_name(take) == "kept A calm, low voice that reads a"
