@@ -28,8 +28,9 @@ def test_generate_streams_and_keeps_a_take(qtbot, window, monkeypatch):
     # paced at 2x real time (1.6 s for 40 frames): the demo model alone can finish inside one display
     # tick on a fast machine, and then the live view has nothing to draw while frames arrive
     from kazeia.engine import Engine
-    real_stream = Engine.stream
-    monkeypatch.setattr(Engine, "stream", lambda self, *a, **k: RealTimePacedStream(real_stream(self, *a, **k), speed=2))
+    real_take = Engine.open_take
+    monkeypatch.setattr(Engine, "open_take",
+                        lambda self, *a, **k: RealTimePacedStream(real_take(self, *a, **k), speed=2))
     assert "RANDOM WEIGHTS" in window.backend.model_label.text()
     screenshot(window, "workbench_idle")
     chunks, ticks, shown = [], [], []
@@ -65,8 +66,8 @@ def test_generate_streams_and_keeps_a_take(qtbot, window, monkeypatch):
 def test_gui_thread_cost_of_a_30_s_take_is_bounded(qtbot, window, monkeypatch, report):
     """time.thread_time on the GUI thread over a 30 s take delivered at real-time pace."""
     from kazeia.engine import Engine
-    real_stream = Engine.stream
-    monkeypatch.setattr(Engine, "stream", lambda self, *a, **k: RealTimePacedStream(real_stream(self, *a, **k)))
+    real_take = Engine.open_take
+    monkeypatch.setattr(Engine, "open_take", lambda self, *a, **k: RealTimePacedStream(real_take(self, *a, **k)))
     window.sampling.play_live.setChecked(False)
     frames = 375   # 30 s of audio (greedy: the demo model runs to the limit)
     window.sampling.greedy.setChecked(True)

@@ -75,8 +75,8 @@ def test_generate_and_stop_by_finger(qtbot, touch_window, monkeypatch):
         tap(w.transport.generate_button)
     assert len(w.store.takes) == 1
     # a long take at real-time pace, stopped by a tap
-    original = type(w.controller.engine).stream
-    monkeypatch.setattr(type(w.controller.engine), "stream",
+    original = type(w.controller.engine).open_take
+    monkeypatch.setattr(type(w.controller.engine), "open_take",
                         lambda self, *a, **k: RealTimePacedStream(original(self, *a, **k)))
     w.sampling.max_frames.setValue(400)
     w.sampling.greedy.setChecked(True)   # (greedy: the demo model runs to the limit)
