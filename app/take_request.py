@@ -30,4 +30,4 @@ class TakeRequest:
     def engine_request(self, voice=None) -> Request:
         """The engine's Request, with the profile's voice loaded by the caller (on the engine's thread)."""
         return Request(self.text, self.speaker, self.language, self.instruct, voice, self.sampling,
-                       self.streaming_text)
+                       self.streaming_text, lexicon=self.lexicon, chunk_seeds=dict(self.chunk_seeds))

@@ -125,7 +125,7 @@ def take(host: EngineHost, job, request: TakeRequest) -> TakeOutcome:
     voice = load_voice(request.voice_profile, engine.model) if request.voice_profile else None
     reset_peak_rss()
     # one rule for one prompt or a long take (Engine.take); markup errors name line and column
-    stream = engine.take(request.engine_request(voice), lexicon=request.lexicon, chunk_seeds=request.chunk_seeds)
+    stream = engine.open_take(request.engine_request(voice))
     job.attach(stream)
     job.started.emit(ran)
     for chunk in stream:

@@ -145,7 +145,7 @@ def sentences_client(url: str, pieces, voice: str, frames: int, tokens: int, eng
 
 def _until_still(engine: Engine, quiet_s: float = 0.3) -> None:
     """Until the batch worker has made no step for `quiet_s` (every session waits for text)."""
-    batcher, last, since = engine._batcher, -1, time.perf_counter()
+    batcher, last, since = engine.shared_batcher, -1, time.perf_counter()
     while time.perf_counter() - since < quiet_s:
         if batcher.steps != last:
             last, since = batcher.steps, time.perf_counter()
@@ -154,7 +154,7 @@ def _until_still(engine: Engine, quiet_s: float = 0.3) -> None:
 
 def waiting_cost(engine: Engine, voice: str, frames: int, waiting: int, runs: int) -> dict:
     """ms per frame of one stream alone, and beside `waiting` streams with nothing left to read."""
-    from ..synthesis.requests import SamplingParams
+    from ..synthesis.requests import ONE_PROMPT, Request, SamplingParams
     sampling = SamplingParams.from_model(engine.info, max_frames=frames)
     times: dict[str, list[float]] = {"alone": [], "beside_waiting": []}
     for _ in range(runs):
@@ -162,13 +162,13 @@ def waiting_cost(engine: Engine, voice: str, frames: int, waiting: int, runs: in
             idle = []
             if case == "beside_waiting":
                 for _ in range(waiting):
-                    s = engine.open_text_stream(speaker=voice, sampling=sampling)
+                    s = engine.open_take(Request("", speaker=voice, sampling=sampling), text_open=True)
                     s.write("Still thinking about")
                     idle.append(s)
                 _until_still(engine)   # (their prefill and first frames are theirs: timed is the wait)
             start = time.perf_counter()
-            result = engine.stream(ANSWER, speaker=voice, sampling=sampling, streaming_text=True,
-                                   one_prompt=True).wait()
+            result = engine.open_take(Request(ANSWER, speaker=voice, sampling=sampling, streaming_text=True,
+                                              plan=ONE_PROMPT)).wait()
             seconds = time.perf_counter() - start
             for s in idle:
                 s.cancel()

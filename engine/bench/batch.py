@@ -1,5 +1,5 @@
 """`kazeia bench --batch 1,2,4,8`: many voices at once. For each batch size B, B requests (the bench
-sentence, different seeds) run through one engine as one batch (Engine.synthesize_many): per-stream
+sentence, different seeds) run through one engine as one batch (Engine.take_many): per-stream
 ms per frame of each stage (a talker or code-predictor step serves all B streams; the decoder runs
 per stream), aggregate frames per second and RTF, and peak RSS (one copy of the weights, one KV
 cache per session). Every size runs in the same call, B = 1 first, so ratios are side by side."""
@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from ..proc_stats import peak_rss_mb, reset_peak_rss
-from ..synthesis.requests import Request, SamplingParams
+from ..synthesis.requests import ONE_PROMPT, Request, SamplingParams
 from ..synthesis.engine import Engine
 from ..synthesis.threads import available_cores, default_threads
 from .models import model_path_for
@@ -19,11 +19,11 @@ from .text import BENCH_TEXT
 
 def _run(engine: Engine, batch: int, frames: int) -> dict:
     requests = [Request(BENCH_TEXT, speaker="vivian", language="english",
-                        sampling=SamplingParams.from_model(engine.info, seed=1 + i, max_frames=frames))
+                        sampling=SamplingParams.from_model(engine.info, seed=1 + i, max_frames=frames), plan=ONE_PROMPT)
                 for i in range(batch)]
     reset_peak_rss()
     start = time.perf_counter()
-    results = engine.synthesize_many(requests, max_batch=batch)
+    results = engine.take_many(requests, max_batch=batch)
     wall = time.perf_counter() - start
     n = sum(r.timings.frames for r in results)
     step = {s: float(np.mean([r.timings.mean_ms(s) for r in results])) for s in ("talker", "code_predictor")}

@@ -21,7 +21,7 @@ from statistics import median_low
 
 from ..book.render import WORK, BookOptions, plan_book, render_book
 from ..book.source import read_book
-from ..synthesis.requests import SamplingParams
+from ..synthesis.requests import Request, SamplingParams
 from ..synthesis.engine import Engine
 from ..synthesis.threads import available_cores, default_threads
 from .models import model_path_for
@@ -104,12 +104,12 @@ def _memory(tmp: Path, path: Path, engine, speaker: str, threads: int, batch: in
 def _chapter(tmp: Path, engine, speaker: str, batch: int, cap: int, runs: int, progress: bool) -> dict:
     """One chapter (LONG_TEXT) with its chunks batched against one at a time, alternating, medians."""
     chapter_book = read_book(_write_book(tmp / "chapter.md", 1))
-    sampling = SamplingParams.from_model(engine.info)
+    request = Request("", speaker=speaker, sampling=SamplingParams.from_model(engine.info, max_frames=cap))
     rounds: dict[str, list[float]] = {"one_at_a_time": [], "batched": []}
     for r in range(runs):
         for kind, width in (("one_at_a_time", 1), ("batched", batch)):
             options = BookOptions(tmp / f"chapter-{kind}-{r}", formats=(), m4b=False, subtitles=(), loudness=None,
-                                  speaker=speaker, sampling=sampling, max_frames=cap, batch=width, chapters=[1])
+                                  request=request, batch=width, chapters=[1])
             plan = plan_book(chapter_book, engine, options)
             start = time.perf_counter()
             done = render_book(plan, engine)
@@ -126,8 +126,8 @@ def _resume(tmp: Path, path: Path, engine, speaker: str, threads: int, batch: in
     rng = random.Random(seed)
     book = _write_book(tmp / "resume.md", 1)
     out = tmp / "resume"
-    total = sum(len(c.jobs) for c in plan_book(read_book(book), engine,
-                                                BookOptions(out, speaker=speaker, max_frames=cap)).chapters)
+    request = Request("", speaker=speaker, sampling=SamplingParams.from_model(engine.info, max_frames=cap))
+    total = sum(len(c.jobs) for c in plan_book(read_book(book), engine, BookOptions(out, request=request)).chapters)
     target = rng.randint(1, max(1, total - 2 * batch))
     command = _book_command(path, book, out, speaker, threads, batch, cap)
     journal = out / WORK / "chunks" / "journal.jsonl"

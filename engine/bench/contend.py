@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from ..synthesis.requests import SamplingParams
+from ..synthesis.requests import ONE_PROMPT, Request, SamplingParams
 from ..synthesis.engine import Engine
 from ..synthesis.threads import available_cores, default_threads
 from .models import model_path_for
@@ -38,7 +38,7 @@ def contention(n: int):
 
 def _run(engine: Engine, frames: int) -> dict:
     sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
-    stream = engine.stream(BENCH_TEXT, one_prompt=True, speaker="vivian", language="english", sampling=sampling)
+    stream = engine.open_take(Request(BENCH_TEXT, "vivian", "english", sampling=sampling, plan=ONE_PROMPT))
     for _ in stream:
         pass
     t = stream.result.timings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..accuracy import LOGIT_STAGES, logit_divergence, stage_gates
-from ..synthesis.requests import SamplingParams
+from ..synthesis.requests import ONE_PROMPT, Request, SamplingParams
 from ..synthesis.engine import Engine
 from .text import BENCH_TEXT
 
@@ -13,8 +13,8 @@ def divergence(ref: Engine, other: Engine, frames: int) -> dict:
     """Teacher-forced logits of talker and code predictor on the f32 model's greedy frames, and the
     agreement of free-running greedy codes."""
     greedy = SamplingParams.from_model(ref.info, max_frames=frames).greedy()
-    r = ref.synthesize(BENCH_TEXT, one_prompt=True, speaker="vivian", language="english", sampling=greedy)
-    o = other.synthesize(BENCH_TEXT, one_prompt=True, speaker="vivian", language="english", sampling=greedy)
+    request = Request(BENCH_TEXT, "vivian", "english", sampling=greedy, plan=ONE_PROMPT)
+    r, o = ref.take(request), other.take(request)
     n = min(len(r.codes), len(o.codes))
     d = logit_divergence(ref, other, BENCH_TEXT, dict(speaker="vivian", language="english"), r.codes)
     return {**d, "passes_gate": stage_gates(d), "types": {s: other.info.stage_type(s) for s in LOGIT_STAGES},

@@ -10,10 +10,9 @@ import time
 from statistics import median_low
 from dataclasses import replace
 
-from ..synthesis.long_text import speak
-from ..synthesis.requests import SamplingParams
+from ..synthesis.long_text import TakePlan
+from ..synthesis.requests import Request
 from ..synthesis.engine import Engine
-from ..text.compose import Cast, compose
 from ..synthesis.threads import available_cores, default_threads
 from .models import model_path_for
 from .text import LONG_TEXT
@@ -26,19 +25,18 @@ def frames_for(text: str, cap: int | None = None) -> int:
     return min(frames, cap) if cap else frames
 
 
-def _speak(engine: Engine, plan, sampling: SamplingParams, batch: int, cap: int | None) -> dict:
-    result = speak(engine, plan, sampling, max_batch=batch, max_frames_of=lambda c: frames_for(c.text, cap))
+def _speak(engine: Engine, plan: TakePlan, batch: int, cap: int | None) -> dict:
+    result = engine.take(plan.with_max_frames(lambda chunk: frames_for(chunk.text, cap)), batcher=engine.batcher(batch))
     frames = sum(len(c.result.codes) for c in result.chunks)
     return {"wall_s": result.total_ms / 1000, "ttfa_ms": result.ttfa_ms, "frames": frames,
             "audio_s": result.audio_seconds, "rtf": result.rtf}
 
 
-def _one_sentence(engine: Engine, plan, sampling: SamplingParams, cap: int | None) -> dict:
+def _one_sentence(engine: Engine, plan: TakePlan, cap: int | None) -> dict:
     """The first chunk alone, streamed: the time to first audio a short request gets."""
     first = plan.chunks[0]
     start = time.perf_counter()
-    stream = engine.stream(first.text, one_prompt=True, speaker=first.cast.speaker, language=first.language,
-                           sampling=replace(sampling, seed=first.seed, max_frames=frames_for(first.text, cap)))
+    stream = engine.open_take(replace(first, sampling=replace(first.sampling, max_frames=frames_for(first.text, cap))))
     next(iter(stream))
     ttfa = 1000 * (time.perf_counter() - start)
     stream.wait()
@@ -55,17 +53,14 @@ def bench_long(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "
     path = model_path_for(model_path, size, decoder_type, progress, out_type)
     engine = Engine.load(path, threads=threads)
     engine.warm_up()
-    speaker = engine.info.speakers[0].name
-    plan = compose(LONG_TEXT, default=Cast(speaker=speaker), language="english",
-                   languages=engine.info.languages, count_tokens=engine.count_text_tokens)
-    sampling = SamplingParams.from_model(engine.info)
+    plan = engine.plan(Request(LONG_TEXT, speaker=engine.info.speakers[0].name, language="english"))
     rounds: dict[str, list[dict]] = {"one_at_a_time": [], "batched": [], "one_sentence": []}
     for r in range(runs):   # the three alternate within each round (this machine is shared)
         if progress:
             print(f"  round {r + 1}/{runs}", flush=True)
-        rounds["one_at_a_time"].append(_speak(engine, plan, sampling, 1, frames_cap))
-        rounds["batched"].append(_speak(engine, plan, sampling, batch, frames_cap))
-        rounds["one_sentence"].append(_one_sentence(engine, plan, sampling, frames_cap))
+        rounds["one_at_a_time"].append(_speak(engine, plan, 1, frames_cap))
+        rounds["batched"].append(_speak(engine, plan, batch, frames_cap))
+        rounds["one_sentence"].append(_one_sentence(engine, plan, frames_cap))
 
     def median(kind: str, key: str) -> float:
         return median_low(x[key] for x in rounds[kind])

@@ -1,7 +1,7 @@
 """`kazeia bench --overlap`: the decoder beside generation against the stages taking turns, on one
 engine, alternating within each round (this machine is shared): wall time per frame, RTF, TTFA,
 each stage's time per frame as it ran, the threads each side had, and whether the two gave the same
-audio (they must, bit for bit). Offline synthesis (synthesize) and streaming (stream) both."""
+audio (they must, bit for bit). Offline synthesis (Engine.take) and streaming (Engine.open_take) both."""
 from __future__ import annotations
 
 import time
@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from ..synthesis.overlap import decoder_threads
-from ..synthesis.requests import SamplingParams
+from ..synthesis.requests import ONE_PROMPT, Request, SamplingParams
 from ..synthesis.engine import Engine
 from ..synthesis.threads import available_cores, default_threads
 from .models import decoder_type_of, model_path_for
@@ -18,15 +18,15 @@ from .text import BENCH_TEXT
 
 
 def _run(engine: Engine, sampling: SamplingParams, streamed: bool) -> tuple[dict, np.ndarray]:
-    request = dict(one_prompt=True, speaker="vivian", language="english", sampling=sampling)
+    request = Request(BENCH_TEXT, "vivian", "english", sampling=sampling, plan=ONE_PROMPT)
     start = time.perf_counter()
     if streamed:
-        stream = engine.stream(BENCH_TEXT, **request)
+        stream = engine.open_take(request)
         for _ in stream:
             pass
         result = stream.result
     else:
-        result = engine.synthesize(BENCH_TEXT, **request)
+        result = engine.take(request)
     wall = time.perf_counter() - start
     t = result.timings
     return ({"wall_ms_per_frame": 1000 * wall / t.frames, "rtf": t.rtf, "ttfa_ms": t.ttfa_ms, "prefill_ms": t.prefill_ms,

@@ -13,7 +13,7 @@ import numpy as np
 from ..model_files.gguf_file import TypeMix
 from ..model_files.model_file import ModelFile
 from ..proc_stats import peak_rss_mb, reset_peak_rss
-from ..synthesis.requests import SamplingParams
+from ..synthesis.requests import ONE_PROMPT, Request, SamplingParams
 from ..synthesis.engine import Engine
 from ..synthesis.threads import available_cores, default_threads
 from .compute import decoder_compute
@@ -80,15 +80,7 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
         raise ValueError("runs must be at least 1")
     if model_path and divergence_types:
         raise ValueError("--divergence compares the bench's own models of every type; it cannot use --model")
-    # with a peer engine installed, every engine runs the same Hugging Face checkpoint
-    shared, why_not_shared = None, "no peer engine installed (peers/setup_vox.sh, setup_ort.sh)"
-    installed = vox_python() is not None or onnxruntime_python() is not None
-    if model_path:
-        why_not_shared = "a model file was given"
-    elif not peers:
-        why_not_shared = "peers were not asked for"
-    elif installed:
-        shared, why_not_shared = shared_checkpoint(size, progress)
+    shared, why_not_shared = _shared_checkpoint(size, model_path, peers, progress)
 
     def model_for(t: str, dec: str) -> Path:
         return converted(shared, t, dec, progress) if shared else bench_model(size, dec, progress, out_type=t)
@@ -102,28 +94,8 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
         os.sync()
     reset_peak_rss()
     engine = Engine.load(path, threads=threads)
-    sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
     engine.warm_up()
-    ours, theirs = [], {name: [] for name in peer_runs}
-    # the roofline's bandwidth is read around every run, not once afterwards: on a shared machine
-    # it moves by half within minutes, and the ratio should compare a run with its own moment
-    peak_mb, probes = peak_rss_mb(), []
-    for _ in range(runs):
-        probes.append(read_bandwidth_gbs(threads))
-        reset_peak_rss()   # the probe's buffer is not the engine's memory
-        stream = engine.stream(BENCH_TEXT, one_prompt=True, speaker="vivian", language="english", sampling=sampling)
-        for _ in stream:
-            pass
-        t = stream.result.timings
-        per_frame = {"talker": t.mean_ms("talker"), "code_predictor": t.mean_ms("code_predictor"),
-                     "decoder": t.mean_ms("decoder")}
-        ours.append({"prefill_ms": t.prefill_ms, "ms_per_frame": per_frame, "total_ms_per_frame": sum(per_frame.values()),
-                     "ttfa_ms": t.ttfa_ms, "rtf": t.rtf, "frames": t.frames})
-        peak_mb = max(peak_mb, peak_rss_mb())
-        for name, run in peer_runs.items():
-            if prepared[name].get("available"):
-                theirs[name].append(run(frames))
-    probes.append(read_bandwidth_gbs(threads))
+    ours, theirs, probes, peak_mb = _alternating_runs(engine, frames, threads, runs, peer_runs, prepared)
     bandwidth = {"1": read_bandwidth_gbs(1), str(threads): float(np.median(probes))}
     kazeia = {**_median_run(ours), "peak_rss_mb": peak_mb}
     if runs > 1:
@@ -144,32 +116,12 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
                      "talker_plus_code_predictor_roofline_ms": roofline_ms,
                      "talker_plus_code_predictor_ms": lm_ms, "ratio_to_roofline": lm_ms / roofline_ms},
     }
-    for name in peer_runs:
-        available = [r for r in theirs[name] if r.get("available")]
-        peer = _median_run(available) if available else (theirs[name][0] if theirs[name] else prepared[name])
-        if len(available) > 1:
-            peer = {**peer, "runs_total_ms_per_frame": [r["total_ms_per_frame"] for r in available],
-                    "runs_rtf": [r["rtf"] for r in available]}
-        result[name] = peer
-        if peer.get("available"):
-            result[f"speedup_vs_{name}"] = peer["total_ms_per_frame"] / sum(per_frame.values())
-        if peer.get("available") and peer.get("rtf"):   # (no RTF when a peer made no audio)
-            result[f"rtf_speedup_vs_{name}"] = peer["rtf"] / kazeia["rtf"]
-    ran = {name: result[name]["rtf"] for name in peer_runs if f"rtf_speedup_vs_{name}" in result}
-    if ran:   # the whole pipeline, wall clock: what each engine makes a listener wait, all stages in
-        best = min(ran, key=ran.get)
-        result["best_peer"] = {"engine": best, "rtf": ran[best], "rtf_speedup": ran[best] / kazeia["rtf"]}
-    if reference and not same_size(engine.info, size):
-        result["reference"] = {"available": False, "reason": f"the model is {engine.info.size_label}, the reference "
-                                                              f"would run --size {size}: not compared"}
-    elif reference:
-        ref = reference_tts(engine.model, size, frames, threads)
-        result["reference"] = ref
-        if ref.get("available"):
-            result["speedup_vs_reference"] = ref["total_ms_per_frame"] / sum(per_frame.values())
+    _compare_peers(result, theirs, prepared, kazeia)
+    _compare_reference(result, engine, size, frames, threads, reference)
     result["decoder_compute"] = decoder_compute(engine.decoder, decoder_type_of(engine.info),
                                                 per_frame["decoder"])
-    result["rtf_floor"] = rtf_floor(kazeia, result["frames"], engine.info.frame_rate, roofline_ms, result["decoder_compute"])
+    result["rtf_floor"] = rtf_floor(kazeia, result["frames"], engine.info.frame_rate, roofline_ms,
+                                    result["decoder_compute"])
     # last: it converts and writes more files, which must not overlap any timing
     if divergence_types:
         ref_engine = Engine.load(model_for("f32", "f32"), threads=threads)
@@ -180,3 +132,71 @@ def bench_tts(size: str = "0.6b", out_type: str = "q8_0", decoder_type: str = "f
     return result
 
 
+def _shared_checkpoint(size: str, model_path: str | None, peers: bool, progress: bool) -> tuple:
+    """(the Hugging Face checkpoint every engine runs, with a peer engine installed; or None, why not)."""
+    if model_path:
+        return None, "a model file was given"
+    if not peers:
+        return None, "peers were not asked for"
+    if vox_python() is not None or onnxruntime_python() is not None:
+        return shared_checkpoint(size, progress)
+    return None, "no peer engine installed (peers/setup_vox.sh, setup_ort.sh)"
+
+
+def _alternating_runs(engine: Engine, frames: int, threads: int, runs: int, peer_runs: dict, prepared: dict):
+    """Kazeia's runs and each peer's, alternating: (ours, theirs, bandwidth probes, peak MB). The
+    roofline's bandwidth is read around every run, not once afterwards: on a shared machine it moves
+    by half within minutes, and the ratio should compare a run with its own moment."""
+    request = Request(BENCH_TEXT, "vivian", "english", plan=ONE_PROMPT,
+                      sampling=SamplingParams.from_model(engine.info, seed=1, max_frames=frames))
+    ours, theirs = [], {name: [] for name in peer_runs}
+    peak_mb, probes = peak_rss_mb(), []
+    for _ in range(runs):
+        probes.append(read_bandwidth_gbs(threads))
+        reset_peak_rss()   # the probe's buffer is not the engine's memory
+        stream = engine.open_take(request)
+        for _ in stream:
+            pass
+        t = stream.result.timings
+        per_frame = {"talker": t.mean_ms("talker"), "code_predictor": t.mean_ms("code_predictor"),
+                     "decoder": t.mean_ms("decoder")}
+        ours.append({"prefill_ms": t.prefill_ms, "ms_per_frame": per_frame,
+                     "total_ms_per_frame": sum(per_frame.values()), "ttfa_ms": t.ttfa_ms, "rtf": t.rtf,
+                     "frames": t.frames})
+        peak_mb = max(peak_mb, peak_rss_mb())
+        for name, run in peer_runs.items():
+            if prepared[name].get("available"):
+                theirs[name].append(run(frames))
+    probes.append(read_bandwidth_gbs(threads))
+    return ours, theirs, probes, peak_mb
+
+
+def _compare_peers(result: dict, theirs: dict, prepared: dict, kazeia: dict) -> None:
+    """Each peer's median run beside Kazeia's, and the best of them on the whole pipeline."""
+    per_frame = kazeia["ms_per_frame"]
+    for name in theirs:
+        available = [r for r in theirs[name] if r.get("available")]
+        peer = _median_run(available) if available else (theirs[name][0] if theirs[name] else prepared[name])
+        if len(available) > 1:
+            peer = {**peer, "runs_total_ms_per_frame": [r["total_ms_per_frame"] for r in available],
+                    "runs_rtf": [r["rtf"] for r in available]}
+        result[name] = peer
+        if peer.get("available"):
+            result[f"speedup_vs_{name}"] = peer["total_ms_per_frame"] / sum(per_frame.values())
+        if peer.get("available") and peer.get("rtf"):   # (no RTF when a peer made no audio)
+            result[f"rtf_speedup_vs_{name}"] = peer["rtf"] / kazeia["rtf"]
+    ran = {name: result[name]["rtf"] for name in theirs if f"rtf_speedup_vs_{name}" in result}
+    if ran:   # the whole pipeline, wall clock: what each engine makes a listener wait, all stages in
+        best = min(ran, key=ran.get)
+        result["best_peer"] = {"engine": best, "rtf": ran[best], "rtf_speedup": ran[best] / kazeia["rtf"]}
+
+
+def _compare_reference(result: dict, engine: Engine, size: str, frames: int, threads: int, reference: bool) -> None:
+    if reference and not same_size(engine.info, size):
+        result["reference"] = {"available": False, "reason": f"the model is {engine.info.size_label}, the reference "
+                                                              f"would run --size {size}: not compared"}
+    elif reference:
+        ref = reference_tts(engine.model, size, frames, threads)
+        result["reference"] = ref
+        if ref.get("available"):
+            result["speedup_vs_reference"] = ref["total_ms_per_frame"] / sum(result["kazeia"]["ms_per_frame"].values())

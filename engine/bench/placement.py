@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..accuracy import GATE_KL, GATE_SNR_DB, GATE_TOP5, decoder_snr_db, logit_divergence, stage_gates
 from ..synthesis.placement import MODES, mode_status, silent_cpu_stages, stage_lines
-from ..synthesis.requests import SamplingParams
+from ..synthesis.requests import ONE_PROMPT, Request, SamplingParams
 from ..synthesis.engine import Engine
 from ..synthesis.threads import default_threads
 from .models import bench_model
@@ -29,8 +29,8 @@ def bench_placements(placements: tuple[str, ...] = MODES, size: str = "0.6b", ou
     ref = Engine.load(f32_path, threads=threads)   # f32 on the CPU: the numbers every placement is held to
     placed = Engine(ref.model, threads=threads)    # the same file under each placement
     speaker = dict(speaker="vivian", language="english")
-    greedy = ref.synthesize(BENCH_TEXT, one_prompt=True, sampling=SamplingParams.from_model(ref.info, max_frames=accuracy_frames).greedy(),
-                            **speaker)
+    greedy = ref.take(Request(BENCH_TEXT, **speaker, plan=ONE_PROMPT,
+                              sampling=SamplingParams.from_model(ref.info, max_frames=accuracy_frames).greedy()))
     sampling = SamplingParams.from_model(engine.info, seed=1, max_frames=frames)
     out = {"stage": "placements", "model": str(path), "size": size, "type": out_type, "decoder_type": decoder_type,
            "threads": threads, "frames": frames, "accuracy_frames": len(greedy.codes),
@@ -41,7 +41,7 @@ def bench_placements(placements: tuple[str, ...] = MODES, size: str = "0.6b", ou
             continue
         engine.set_placement(mode)
         engine.warm_up()
-        stream = engine.stream(BENCH_TEXT, one_prompt=True, sampling=sampling, **speaker)
+        stream = engine.open_take(Request(BENCH_TEXT, **speaker, sampling=sampling, plan=ONE_PROMPT))
         for _ in stream:
             pass
         t = stream.result.timings

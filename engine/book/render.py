@@ -12,19 +12,18 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from ..atomic import atomic_path, atomic_write_text
-from ..synthesis.long_text import chunk_request
-from ..synthesis.requests import MAX_BATCH, SamplingParams
-from ..text.compose import Cast, Composition, Pauses, chunk_seed, compose
+from ..synthesis.long_text import PlanError
+from ..synthesis.requests import MAX_BATCH, Request, SamplingParams
+from ..text.compose import Composition, chunk_seed
 from ..text.join import JoinSettings
 from ..text.markup import MarkupError
-from ..text.sentences import Budget
 from ..untrusted import fresh_folder
 from ..long_take.assemble import Assembled, Cue, assemble
 from ..long_take.chunks import ChunkJob, ChunkStore, make_chunks, model_identity, request_digest
@@ -45,20 +44,30 @@ class BookOptions:
     m4b: bool = True                               # one M4B with chapter marks
     subtitles: tuple[str, ...] = SUBTITLE_FORMATS  # per chapter, and for the M4B
     loudness: LoudnessTarget | None = field(default_factory=LoudnessTarget)   # None: left as spoken
-    speaker: str | None = None
-    language: str = "auto"
-    instruct: str | None = None
-    voice: object | None = None                    # a loaded prompt.Voice (Base models)
-    seed: int = 0                                  # chapter k's chunks: compose's seeds from chunk_seed(seed, k)
-    sampling: SamplingParams | None = None         # None: the model's defaults
-    max_frames: int | None = None                  # per chunk (tests and benches: random weights never stop)
+    # what decides the audio, each chapter's text aside: the voice, language, lexicon, budget, pauses and
+    # join; its sampling (None: the model's defaults) with the book's seed (chapter k's chunks: compose's
+    # seeds from chunk_seed(seed, k)) and each chunk's frame limit (tests and benches: random weights never stop)
+    request: Request = field(default_factory=lambda: Request(""))
     batch: int = 4
-    join: JoinSettings = field(default_factory=JoinSettings)
-    budget: Budget = field(default_factory=Budget)
-    pauses: Pauses = field(default_factory=Pauses)
     chapter_pause_ms: float = 1000.0               # silence after each chapter's title
-    lexicon: object | None = None
     chapters: list[int] | None = None              # chapter numbers (1-based, among those read) to render
+    # (the keywords the workbench still passes until it moves to `request`: issue 58)
+    speaker: InitVar[str | None] = None
+    language: InitVar[str | None] = None
+    instruct: InitVar[str | None] = None
+    voice: InitVar[object] = None
+    sampling: InitVar[SamplingParams | None] = None
+    seed: InitVar[int | None] = None
+    lexicon: InitVar[object] = None
+
+    def __post_init__(self, speaker, language, instruct, voice, sampling, seed, lexicon) -> None:
+        if all(v is None for v in (speaker, language, instruct, voice, sampling, seed, lexicon)):
+            return
+        if seed and sampling is None:
+            raise ValueError("BookOptions: the book's seed goes in its request's sampling")
+        self.request = replace(self.request, speaker=speaker, language=language or "auto", instruct=instruct,
+                               voice=voice, lexicon=lexicon,
+                               sampling=replace(sampling, seed=seed or 0) if sampling is not None else None)
 
     def validate(self) -> None:
         unknown = [f for f in self.formats if f not in CHAPTER_FORMATS]
@@ -69,17 +78,11 @@ class BookOptions:
             raise ValueError(f"unknown subtitle format {bad[0]!r}; choose srt, vtt")
         if not 1 <= self.batch <= MAX_BATCH:
             raise ValueError(f"batch must be from 1 to {MAX_BATCH}, got {self.batch!r}")
-        # every number checked before any chunk is made (NaN fails every range)
-        SamplingParams(seed=self.seed, max_frames=self.max_frames).validate()
-        if self.sampling is not None:
-            self.sampling.validate()
-        self.pauses.validate()
-        self.budget.validate()
+        self.request.validate()   # every number checked before any chunk is made (NaN fails every range)
         if not 0 <= self.chapter_pause_ms <= 60_000:
             raise ValueError(f"chapter_pause_ms must be from 0 to 60000, got {self.chapter_pause_ms!r}")
         if self.loudness is not None:
             self.loudness.validate()
-        self.join.validate()
 
 
 @dataclass
@@ -145,9 +148,9 @@ def set_redo_seed(out_dir: str | Path, chapter: int, chunk: int, seed: int) -> N
 
 
 def plan_book(book: Book, engine, options: BookOptions) -> BookPlan:
-    """Every chapter composed into chunks and every chunk's request checked; raises BookError listing
-    every problem (markup with chapter, line and column; unknown voices; a chunk the model refuses)."""
-    from ..voices.cast import model_cast
+    """Every chapter planned into chunks by the engine (Engine.plan: composed, every chunk checked);
+    raises BookError listing every problem (markup with chapter, line and column; unknown voices; a
+    chunk the model refuses)."""
     options.validate()
     chapters = book.read_chapters
     wanted = options.chapters or list(range(1, len(chapters) + 1))
@@ -155,23 +158,21 @@ def plan_book(book: Book, engine, options: BookOptions) -> BookPlan:
     for n in wanted:
         if not 1 <= n <= len(chapters):
             problems.append(("", f"no chapter {n}: the book has chapters 1 to {len(chapters)}"))
-    sampling = options.sampling or SamplingParams.from_model(engine.info)
+    sampling = options.request.sampling or SamplingParams.from_model(engine.info)
     model = model_identity(engine.info)
     seeds = _redo_seeds(Path(options.out_dir) / WORK)
     planned = []
-    for n in wanted:
-        if not 1 <= n <= len(chapters):
-            continue
+    for n in (n for n in wanted if 1 <= n <= len(chapters)):
         chapter = chapters[n - 1]
         label = f"chapter {n} ({chapter.title})"
-        text = spoken_text(chapter, options.chapter_pause_ms)
+        redone = {int(k.partition(":")[2]): seed for k, seed in seeds.items() if int(k.partition(":")[0]) == n}
+        request = replace(options.request, text=spoken_text(chapter, options.chapter_pause_ms),
+                          sampling=replace(sampling, seed=chunk_seed(sampling.seed, n)), chunk_seeds=redone)
+        refused = []
         try:
-            composition = compose(text, default=Cast(speaker=options.speaker, instruct=options.instruct,
-                                                     voice=options.voice),
-                                  language=options.language, cast=model_cast(engine.model),
-                                  languages=engine.info.languages, lexicon=options.lexicon, budget=options.budget,
-                                  pauses=options.pauses, seed=chunk_seed(options.seed, n),
-                                  count_tokens=engine.count_text_tokens)
+            take = engine.plan(request)
+        except PlanError as e:   # (said after what is wrong with the chapter as a whole)
+            take, refused = None, e.problems
         except MarkupError as e:
             problems.append((f"{label}, {chapter.where(e.line, e.column)}", str(e).split(": ", 1)[-1]))
             continue
@@ -182,21 +183,11 @@ def plan_book(book: Book, engine, options: BookOptions) -> BookPlan:
             problems.append((f"{label}, {chapter.where(3)}", "the chapter has markup but no words to say "
                                                              "(after its title)"))
             continue
-        for key, seed in seeds.items():
-            chapter_no, _, chunk = key.partition(":")
-            if int(chapter_no) == n and int(chunk) < len(composition.chunks):
-                composition = composition.reseeded(int(chunk), seed)
-        jobs = []
-        for chunk in composition.chunks:
-            request = chunk_request(chunk, sampling, options.max_frames)
-            try:
-                engine.prepare(request.text, request.speaker, request.language, request.instruct, request.voice,
-                               request.sampling, request.streaming_text)
-            except ValueError as e:
-                problems.append((f"{label}, {chapter.where(chunk.at.line, chunk.at.column)}", str(e)))
-                continue
-            jobs.append(ChunkJob(request, request_digest(request, model), (n, chunk.index)))
-        planned.append(PlannedChapter(n, chapter, composition, jobs))
+        problems += [(f"{label}, {chapter.where(c.at.line, c.at.column)}", why) for c, why in refused]
+        if take is not None:
+            jobs = [ChunkJob(r, request_digest(r, model), (n, c.index))
+                    for c, r in zip(take.composition.chunks, take.chunks)]
+            planned.append(PlannedChapter(n, chapter, take.composition, jobs))
     if problems:
         raise BookError(book.path, problems)
     return BookPlan(book, options, planned)
@@ -301,7 +292,7 @@ def render_book(plan: BookPlan, engine, on_progress: Callable[[Progress], None] 
         if waiting[number] == 0 and number not in written:
             planned = by_number[number]
             written[number] = (_kept_chapter(work, planned, rate)
-                               or _write_chapter(work, planned, store, options.join))
+                               or _write_chapter(work, planned, store, options.request.join or JoinSettings()))
             progress.chapters_written.append(number)
 
     for chapter in plan.chapters:

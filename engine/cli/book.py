@@ -93,17 +93,9 @@ def list_chapters(book) -> None:
 
 
 def run(args) -> int:
-    from dataclasses import replace
-
-    from ..takes.loudness import LoudnessTarget
-    from ..book.render import BookOptions, clock, plan_book, render_book, set_redo_seed
     from ..book.source import BookError, read_book
     from ..model_files.demo import resolve_model
-    from ..synthesis.requests import SamplingParams
     from ..synthesis.engine import Engine
-    from ..text.compose import Pauses
-    from ..text.sentences import Budget
-    from ..untrusted import InputError
     try:
         book = read_book(args.book, notes=args.notes, front_matter=args.front_matter)
     except BookError as e:
@@ -116,41 +108,77 @@ def run(args) -> int:
         print("kazeia book: error: --model and -o/--output are needed to speak the book (--list needs neither)",
               file=sys.stderr)
         return 2
+    options = book_options(args)
+    model_path = resolve_model(args.model)
+    engine = Engine.load(model_path, threads=args.threads, placement=args.placement)
+    options = with_engine(options, args, engine)
+    try:
+        plan = plan_with_redos(book, engine, options, args.redo or ())
+    except BookError as e:
+        print(f"kazeia book: {e}", file=sys.stderr)
+        return 2
+    return speak_book(plan, engine, model_path, args)
+
+
+def book_options(args):
+    """The command's BookOptions, every number checked before the model loads (its sampling: the
+    options' seed and frame limit, the model's defaults once it has loaded: with_engine)."""
+    from ..book.render import BookOptions
+    from ..synthesis.requests import Request, SamplingParams
+    from ..takes.loudness import LoudnessTarget
+    from ..text.compose import Pauses
+    from ..text.sentences import Budget
     subtitles = tuple(s for s in args.subtitles.replace(" ", "").split(",") if s and s != "none")
+    request = Request("", speaker=args.speaker, language=args.language, instruct=args.instruct,
+                      sampling=SamplingParams(seed=args.seed, max_frames=args.max_frames),
+                      budget=Budget(args.max_chars, args.max_tokens),
+                      pauses=Pauses(args.pause_sentence, args.pause_paragraph))
     options = BookOptions(Path(args.output), formats=tuple(args.format or ("flac",)), m4b=args.m4b,
                           subtitles=subtitles,
                           loudness=None if args.no_loudness else LoudnessTarget(args.loudness, args.true_peak,
                                                                                 args.loudness_per),
-                          speaker=args.speaker, language=args.language, instruct=args.instruct,
-                          seed=args.seed, max_frames=args.max_frames, batch=args.batch,
-                          pauses=Pauses(args.pause_sentence, args.pause_paragraph),
-                          chapter_pause_ms=args.pause_title, budget=Budget(args.max_chars, args.max_tokens),
+                          request=request, batch=args.batch, chapter_pause_ms=args.pause_title,
                           chapters=args.chapters)
-    as_options(options.validate, PAUSE_OPTIONS)   # every number, before the model loads
-    lexicon = None
+    as_options(options.validate, PAUSE_OPTIONS)
     if args.lexicon:
         from ..text.lexicon import load_lexicons
-        lexicon = load_lexicons(args.lexicon)[0]
-    model_path = resolve_model(args.model)
-    engine = Engine.load(model_path, threads=args.threads, placement=args.placement)
+        options.request.lexicon = load_lexicons(args.lexicon)[0]
+    return options
+
+
+def with_engine(options, args, engine):
+    """`options` with what needs the model: the voice profile and the model's sampling."""
+    from dataclasses import replace
+
+    from ..synthesis.requests import SamplingParams
     voice = None
     if args.voice:
         from ..voices.voice_library import load_named_voice
         voice = load_named_voice(args.voice, engine.model)
-    options = replace(options, voice=voice, lexicon=lexicon, sampling=SamplingParams.from_model(engine.info))
-    try:
-        plan = plan_book(book, engine, options)
-        if args.redo:
-            for chapter, chunk, seed in args.redo:
-                planned = next((c for c in plan.chapters if c.number == chapter), None)
-                if planned is None or chunk > len(planned.jobs):
-                    raise BookError(book.path, [("--redo", f"no chunk {chunk} in chapter {chapter}")])
-                current = planned.jobs[chunk - 1].request.sampling.seed
-                set_redo_seed(options.out_dir, chapter, chunk - 1, current + 1 if seed is None else seed)
-            plan = plan_book(book, engine, options)
-    except BookError as e:
-        print(f"kazeia book: {e}", file=sys.stderr)
-        return 2
+    sampling = SamplingParams.from_model(engine.info, seed=args.seed, max_frames=args.max_frames)
+    return replace(options, request=replace(options.request, voice=voice, sampling=sampling))
+
+
+def plan_with_redos(book, engine, options, redos):
+    """The book's plan, with each --redo's chunk given its new seed (set_redo_seed) first."""
+    from ..book.render import plan_book, set_redo_seed
+    from ..book.source import BookError
+    plan = plan_book(book, engine, options)
+    if not redos:
+        return plan
+    for chapter, chunk, seed in redos:
+        planned = next((c for c in plan.chapters if c.number == chapter), None)
+        if planned is None or chunk > len(planned.jobs):
+            raise BookError(book.path, [("--redo", f"no chunk {chunk} in chapter {chapter}")])
+        current = planned.jobs[chunk - 1].request.sampling.seed
+        set_redo_seed(options.out_dir, chapter, chunk - 1, current + 1 if seed is None else seed)
+    return plan_book(book, engine, options)
+
+
+def speak_book(plan, engine, model_path, args) -> int:
+    """The plan rendered (here or on Ray), its progress on stderr; the exit status."""
+    from ..book.render import clock, render_book
+    from ..untrusted import InputError
     shown = {"last": ""}
 
     def on_progress(p) -> None:
@@ -186,6 +214,6 @@ def run(args) -> int:
     if result.stopped:
         print("stopped: run the same command again to resume", file=sys.stderr)
         return 1
-    print(f"wrote {len(result.files)} file(s) to {options.out_dir}: {len(result.chapters)} chapter(s), "
+    print(f"wrote {len(result.files)} file(s) to {plan.options.out_dir}: {len(result.chapters)} chapter(s), "
           f"{clock(result.seconds)} of audio")
     return 0

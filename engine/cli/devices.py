@@ -57,7 +57,7 @@ def _check_placements(model: str) -> int:
 
     from ..accuracy import snr_db
     from ..model_files.demo import resolve_model
-    from ..synthesis.requests import SamplingParams
+    from ..synthesis.requests import Request, SamplingParams
     from ..synthesis.engine import Engine
     from ..synthesis.placement import MODES, mode_status, silent_cpu_stages, stage_lines
     engine = Engine.load(resolve_model(model))
@@ -67,7 +67,7 @@ def _check_placements(model: str) -> int:
     cpu, failed = None, False
     for mode in (m for m, st in mode_status().items() if st.available and m in MODES):
         engine.set_placement(mode)
-        result = engine.synthesize("Where does each stage run?", sampling=sampling, **request)
+        result = engine.take(Request("Where does each stage run?", sampling=sampling, **request))
         cpu = cpu if cpu is not None else result
         same = np.array_equal(result.codes, cpu.codes)
         decoded = engine.decode(cpu.codes)   # this placement's decoder on the CPU's codes

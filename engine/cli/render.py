@@ -43,9 +43,9 @@ def run(args) -> int:
     model_path = resolve_model(args.model)
     engine = Engine.load(model_path, threads=args.threads)
     options = RenderOptions(Path(args.output), fmt=args.format, name=args.name, batch=args.batch,
-                            resume=args.resume, seed=args.seed, skip_invalid=args.skip_invalid,
-                            defaults={"speaker": args.speaker, "language": args.language, "instruct": args.instruct,
-                                      "voice": str(Path(args.voice).resolve()) if args.voice else None})
+                            resume=args.resume, seed=args.seed, skip_invalid=args.skip_invalid, speaker=args.speaker,
+                            language=args.language, instruct=args.instruct,
+                            voice=str(Path(args.voice).resolve()) if args.voice else None)
     if args.lexicon:
         from ..text.lexicon import load_lexicons
         options.lexicon, options.lexicon_digest = load_lexicons(args.lexicon)

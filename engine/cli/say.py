@@ -1,4 +1,5 @@
-"""`kazeia say`: speak text into an audio file (one prompt or a long take: long_text.one_prompt_text)."""
+"""`kazeia say`: speak text into an audio file: the command's options made one Request, which the engine
+plans (one prompt or a long take: Engine.plan) and speaks."""
 from __future__ import annotations
 
 import argparse
@@ -62,7 +63,7 @@ def add_parser(sub) -> None:
 @dataclass(frozen=True)
 class SayOptions:
     """`kazeia say`'s settings, typed, made once from the command line (options_from): one field per
-    option, under the option's own name."""
+    option, under the option's own name; what decides the audio becomes one Request (request)."""
     model: str
     text: str | None
     text_file: str | None
@@ -93,6 +94,26 @@ class SayOptions:
     placement: str = "cpu"
     overlap: bool | None = None
 
+    def request(self, engine, text: str, voice):
+        """The Request these options make of `text` on `engine` (the model's sampling defaults, its
+        speakers and the cast file's names), `voice` loaded."""
+        from ..synthesis.requests import Request, SamplingParams
+        from ..text.compose import Pauses
+        from ..text.join import JoinSettings
+        from ..text.lexicon import load_lexicons
+        from ..text.sentences import Budget
+        from ..voices.cast import load_cast
+        cast = load_cast(self.cast, engine.model) if self.cast else None
+        lexicon = load_lexicons(self.lexicon)[0] if self.lexicon else None
+        given = {k: getattr(self, k) for k in ("temperature", "top_k", "top_p", "max_frames")
+                 if getattr(self, k) is not None}
+        sampling = SamplingParams.from_model(engine.info, seed=self.seed, **given)
+        return Request(text, self.speaker, self.language, self.instruct, voice,
+                       sampling.greedy() if self.greedy else sampling, self.streaming_text, lexicon=lexicon,
+                       join=JoinSettings(trim_silence=self.trim_silence), cast=cast,
+                       budget=Budget(self.max_chars, self.max_tokens),
+                       pauses=Pauses(self.pause_sentence, self.pause_paragraph))
+
 
 def run(args) -> int:
     return say(options_from(SayOptions, args))
@@ -103,10 +124,7 @@ def say(o: SayOptions) -> int:
 
     from ..audio_io import write_audio
     from ..model_files.demo import resolve_model
-    from ..synthesis.long_text import one_prompt_text
-    from ..synthesis.requests import SamplingParams
     from ..synthesis.engine import Engine
-    from ..text.join import JoinSettings
     text = o.text if o.text is not None else read_text_file(o.text_file)
     _check_numbers(o)
     check_output_path(o.output)   # before minutes of synthesis, not after
@@ -117,45 +135,38 @@ def say(o: SayOptions) -> int:
     info = engine.info
     if info.random_weights:
         print(f"note: {info.path.name} has random weights and produces noise", file=sys.stderr)
-    sampling = SamplingParams.from_model(info, seed=o.seed)
-    for name in ("temperature", "top_k", "top_p", "max_frames"):
-        if getattr(o, name) is not None:
-            setattr(sampling, name, getattr(o, name))
-    if o.greedy:
-        sampling = sampling.greedy()
     voice = None
     if o.voice:
         from ..voices.voice_library import load_named_voice
         voice = load_named_voice(o.voice, engine.model)
-    composition = _compose_for_say(engine, text, o, voice)
-    prompt = one_prompt_text(text, composition, JoinSettings(trim_silence=o.trim_silence))
-    if prompt is None:
-        return _say_long(engine, composition, sampling, o)
-    chunk = composition.chunks[0]   # one prompt, as every front end speaks it (long_text.one_prompt_text)
-    request = dict(speaker=chunk.cast.speaker, language=chunk.language, instruct=chunk.cast.instruct,
-                   voice=chunk.cast.voice, sampling=sampling, streaming_text=o.streaming_text)
-    if o.stream:
-        stream = engine.stream(prompt, one_prompt=True, **request)
-        try:
-            for _ in stream:
-                pass
-        except KeyboardInterrupt:
-            stream.cancel()
-            stream.wait()
-            raise
-        result = stream.result
-    else:
-        result = engine.synthesize(prompt, one_prompt=True, **request)
+    plan = engine.plan(o.request(engine, text, voice))
+    if plan.prompt is None:
+        return _say_long(engine, plan, o)
+    result = _spoken(engine, plan) if o.stream else engine.take(plan)
     write_audio(o.output, result.audio, result.sample_rate)
     if o.codes_out:
         np.save(o.codes_out, result.codes)
     if o.subtitles:   # (one prompt: one cue)
         from ..long_take.assemble import Cue
+        chunk = plan.composition.chunks[0]
         _write_subtitles(o, [Cue(0, len(result.audio), " ".join(chunk.written.split()), 0)], result.sample_rate)
-    _print_rewrites(composition)
+    _print_rewrites(plan.composition)
     print(f"wrote {o.output}: {result.timings.audio_seconds:.2f} s of audio, stopped by {result.stop_reason}")
     print(result.timings.summary())
     return 0
+
+
+def _spoken(engine, plan):
+    """The one prompt streamed (--stream: decoded as frames are made, for the time to first audio)."""
+    stream = engine.open_take(plan)
+    try:
+        for _ in stream:
+            pass
+    except KeyboardInterrupt:
+        stream.cancel()
+        stream.wait()
+        raise
+    return stream.result
 
 
 def _check_numbers(o: SayOptions) -> None:
@@ -169,22 +180,7 @@ def _check_numbers(o: SayOptions) -> None:
         raise ValueError(f"--batch must be from 1 to {MAX_BATCH}, got {o.batch}")
 
 
-def _compose_for_say(engine, text: str, o: SayOptions, voice):
-    """The text as chunks and pauses (text/compose.py) with the command's voice, cast and lexicon."""
-    from ..voices.cast import load_cast, model_cast
-    from ..text.compose import Cast, Pauses, compose
-    from ..text.sentences import Budget
-    cast = load_cast(o.cast, engine.model) if o.cast else model_cast(engine.model)
-    from ..text.lexicon import load_lexicons
-    lexicon = load_lexicons(o.lexicon)[0] if o.lexicon else None
-    return compose(text, default=Cast(speaker=o.speaker, instruct=o.instruct, voice=voice),
-                   language=o.language, cast=cast, languages=engine.info.languages, lexicon=lexicon,
-                   budget=Budget(o.max_chars, o.max_tokens),
-                   pauses=Pauses(o.pause_sentence, o.pause_paragraph), seed=o.seed,
-                   count_tokens=engine.count_text_tokens)
-
-
-def _say_long(engine, composition, sampling, o: SayOptions) -> int:
+def _say_long(engine, plan, o: SayOptions) -> int:
     """Several chunks (or pauses, or trimming): spoken through the batched engine, each chunk kept on
     disk as it ends and the file written from them (book/take.py: memory stays flat; after a stop,
     the same command resumes)."""
@@ -193,16 +189,14 @@ def _say_long(engine, composition, sampling, o: SayOptions) -> int:
     import numpy as np
 
     from ..long_take.take import write_take
-    from ..text.join import JoinSettings
-    chunks = composition.chunks
+    chunks = plan.composition.chunks
     bar = None
     if sys.stderr.isatty():
         from tqdm import tqdm
         bar = tqdm(total=len(chunks), unit="chunk", desc="speaking", file=sys.stderr)
     start = time.perf_counter()
     try:
-        take = write_take(engine, composition, sampling, o.output, JoinSettings(trim_silence=o.trim_silence),
-                          o.batch, on_chunk=lambda done: bar.update(1) if bar else None)
+        take = write_take(engine, plan, o.output, o.batch, on_chunk=lambda done: bar.update(1) if bar else None)
     finally:
         if bar is not None:
             bar.close()
@@ -212,7 +206,7 @@ def _say_long(engine, composition, sampling, o: SayOptions) -> int:
     if o.codes_out:
         np.save(o.codes_out, take.codes)
     _write_subtitles(o, take.assembled.cues, take.assembled.sample_rate)
-    _print_rewrites(composition)
+    _print_rewrites(plan.composition)
     for index in take.limited:
         chunk = chunks[index]
         print(f"warning: chunk {index + 1} (line {chunk.at.line}) reached its frame limit before it ended: its "

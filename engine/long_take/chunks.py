@@ -150,7 +150,7 @@ def synthesize_chunks(engine, jobs: list[ChunkJob], batch: int = 4, stop: Callab
         while pending or active:
             while pending and len(active) < 2 * batch and not stop():
                 job = pending.pop(0)
-                active.append((job, engine.submit(job.request, batcher), time.perf_counter()))
+                active.append((job, engine.open_take(job.request, batcher=batcher), time.perf_counter()))
             if stop():
                 break
             still = []
@@ -174,14 +174,13 @@ def synthesize_chunks(engine, jobs: list[ChunkJob], batch: int = 4, stop: Callab
 
 def make_chunks(engine, jobs: list[ChunkJob], store: ChunkStore, batch: int = 4,
                 stop: Callable[[], bool] = lambda: False, checked: bool = False, executor=None) -> Iterator[ChunkDone]:
-    """Every job's chunk made and put in `store` as it ends, in the order they end: on `engine`'s batcher
-    (synthesize_chunks), or by `executor` (engine/script/cluster.py's RayExecutor: the same audio from any
-    node, made by its own engine). The jobs' requests are all checked on `engine` (ValueError) before
-    the first starts, unless the caller has (`checked`). `stop()` true: the chunks in flight are
-    dropped, not kept."""
+    """Every job's chunk (its request one prompt: Request.plan) made and put in `store` as it ends, in the
+    order they end: on `engine`'s batcher (synthesize_chunks), or by `executor` (engine/script/cluster.py's
+    RayExecutor: the same audio from any node, made by its own engine). The jobs' requests are all
+    checked on `engine` (ValueError) before the first starts, unless the caller has (`checked`).
+    `stop()` true: the chunks in flight are dropped, not kept."""
     for job in () if checked else jobs:
-        r = job.request
-        engine.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
+        engine.plan(job.request)
     made = (executor.make_chunks(jobs, stop) if executor is not None
             else synthesize_chunks(engine, jobs, batch, stop))
     for chunk in made:

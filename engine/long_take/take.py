@@ -11,10 +11,7 @@ from typing import Callable
 import numpy as np
 
 from ..audio_io import FORMATS
-from ..synthesis.long_text import chunk_request
-from ..synthesis.requests import SamplingParams
-from ..text.compose import Composition
-from ..text.join import JoinSettings
+from ..synthesis.long_text import TakePlan
 from ..untrusted import remove_tree_inside
 from .assemble import Assembled, assemble
 from .chunks import ChunkDone, ChunkJob, ChunkStore, make_chunks, model_identity, request_digest
@@ -34,25 +31,24 @@ def work_folder(output: str | Path) -> Path:
     return output.with_name(f".{output.name}.kazeia-chunks")
 
 
-def write_take(engine, composition: Composition, sampling: SamplingParams, output: str | Path,
-               join: JoinSettings | None = None, batch: int = 4,
+def write_take(engine, plan: TakePlan, output: str | Path, batch: int = 4,
                on_chunk: Callable[[ChunkDone], None] | None = None) -> TakeFile:
-    """`composition` spoken into `output` (.wav float or .flac, by suffix), resuming from its work folder."""
+    """`plan`'s chunks (Engine.plan) spoken into `output` (.wav float or .flac, by suffix), resuming from
+    its work folder."""
     output = Path(output)
     container, subtype = FORMATS[output.suffix.lower()]
     work = work_folder(output)
     store = ChunkStore(work, engine.info.sample_rate)
     model = model_identity(engine.info)
-    jobs = []
-    for chunk in composition.chunks:
-        request = chunk_request(chunk, sampling)
-        jobs.append(ChunkJob(request, request_digest(request, model), chunk.index))
+    jobs = [ChunkJob(r, request_digest(r, model), chunk.index)
+            for chunk, r in zip(plan.composition.chunks, plan.chunks)]
     missing = [j for j in jobs if not store.has(j.hash)]
-    for done in make_chunks(engine, missing, store, batch):
+    for done in make_chunks(engine, missing, store, batch, checked=True):   # (checked by Engine.plan)
         if on_chunk:
             on_chunk(done)
     digests = [j.hash for j in jobs]
-    assembled = assemble(composition, digests, store, output, join, subtype=subtype, fmt=container, measure=False)
+    assembled = assemble(plan.composition, digests, store, output, plan.join, subtype=subtype, fmt=container,
+                         measure=False)
     codes = np.concatenate([store.read_codes(d) for d in digests]) if digests else np.zeros((0, 16), np.int32)
     limited = [j.tag for j in jobs if store.stop_reason(j.hash) == "limit"]
     remove_tree_inside(output.parent, work)

@@ -167,8 +167,7 @@ def read_script(path: str | os.PathLike) -> tuple[list[ScriptLine], list[tuple[i
 
 def check_for_model(lines: list[ScriptLine], engine, folder: Path, lexicon=None) -> list[tuple[int, str, str]]:
     """Problems of each line with this model: markup, speaker, language, instruct, voice, sampling,
-    length (of every chunk, `lexicon`'s rewrites applied)."""
-    from ..synthesis.long_text import compose_request
+    length (of every prompt it is spoken as, `lexicon`'s rewrites applied: Engine.plan)."""
     from ..synthesis.requests import Request, SamplingParams
     from ..voices.voice import load_voice
     problems = []
@@ -181,10 +180,8 @@ def check_for_model(lines: list[ScriptLine], engine, folder: Path, lexicon=None)
                     raise ValueError(f"voice profile {line.voice} not found")
                 voice = load_voice(path, engine.model)
             sampling = SamplingParams.from_model(engine.info, **line.sampling)
-            request = Request(line.text, line.speaker, line.language or "auto", line.instruct, voice, sampling)
-            for chunk in compose_request(engine, request, lexicon).chunks:   # markup, then every chunk's request
-                engine.prepare(chunk.text, chunk.cast.speaker, chunk.language, chunk.cast.instruct, chunk.cast.voice,
-                               sampling, None)
+            engine.plan(Request(line.text, line.speaker, line.language or "auto", line.instruct, voice, sampling,
+                                lexicon=lexicon))
         except (ValueError, TypeError) as e:
             problems.append((line.number, line.id, str(e)))
     return problems

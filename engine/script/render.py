@@ -19,7 +19,6 @@ import numpy as np
 import soundfile
 
 from ..audio_io import NAMED_FORMATS, write_audio
-from ..synthesis.long_text import start_request
 from ..synthesis.requests import Request, SamplingParams
 from ..synthesis.engine import Engine
 from .lines import ScriptError, ScriptLine, check_for_model, output_names, read_script, request_hash
@@ -37,7 +36,10 @@ class RenderOptions:
     resume: bool = False
     seed: int = 0                 # for lines without a seed of their own
     skip_invalid: bool = False    # render the valid lines, list the others as skipped
-    defaults: dict = field(default_factory=dict)   # speaker, language, instruct, voice for lines without
+    speaker: str | None = None    # for lines without a speaker of their own
+    language: str | None = None   # for lines without a language of their own (None: auto)
+    instruct: str | None = None   # for lines without an instruction of their own
+    voice: str | None = None      # a voice profile's path, for lines without a voice of their own
     lexicon: object | None = None  # text.lexicon.Lexicon: pronunciation rules for every line
     lexicon_digest: str | None = None   # what the rules' files held (in each line's request: resume sees a change)
 
@@ -51,12 +53,12 @@ class LineJob:
     lexicon: object | None = None  # pronunciation rules (RenderOptions.lexicon)
 
     def engine_request(self, engine: Engine, folder: Path) -> Request:
+        """The line's Request: what its hashed request says, its voice profile loaded."""
         from ..voices.voice import load_voice
         voice = load_voice(folder / self.line.voice, engine.model) if self.line.voice else None
-        sampling = SamplingParams(**self.request["sampling"])
         r = self.request
         return Request(r["text"], speaker=r["speaker"], language=r["language"], instruct=r["instruct"], voice=voice,
-                       sampling=sampling)
+                       sampling=SamplingParams(**r["sampling"]), lexicon=self.lexicon)
 
 
 @dataclass
@@ -134,9 +136,9 @@ def plan_render(script: str | os.PathLike, engine: Engine, options: RenderOption
     for line in lines:
         if "seed" in overrides.get(line.id, {}):
             line.seed = int(overrides[line.id]["seed"])
-        for key, value in options.defaults.items():
-            if value is not None and getattr(line, key) is None:
-                setattr(line, key, value)
+        for key in ("speaker", "language", "instruct", "voice"):
+            if getattr(options, key) is not None and getattr(line, key) is None:
+                setattr(line, key, getattr(options, key))
     problems += check_for_model([ln for ln in lines if not any(p[0] == ln.number for p in problems)], engine,
                                 script.parent, options.lexicon)
     names, clashes = output_names(lines, options.name)
@@ -210,8 +212,8 @@ class LocalExecutor:
             while pending and len(active) < 2 * self.batch and not stop():   # queued ahead: no idle slot
                 job = pending.pop(0)
                 try:
-                    active.append((job, start_request(self.engine, job.engine_request(self.engine, folder), batcher,
-                                                      job.lexicon)))
+                    active.append((job, self.engine.open_take(job.engine_request(self.engine, folder),
+                                                              batcher=batcher)))
                 except (ValueError, OSError) as e:
                     yield job, LineOutcome(error=str(e))
             if stop():
@@ -229,10 +231,12 @@ class LocalExecutor:
             active = still
 
 
-def outcome_of(stream) -> LineOutcome:
-    if stream.error is not None:
-        return LineOutcome(error=f"{type(stream.error).__name__}: {stream.error}")
-    r = stream.result
+def outcome_of(take) -> LineOutcome:
+    """What a line's take (Engine.open_take: one prompt's or a chunked take, ended) gave."""
+    try:
+        r = take.wait()
+    except Exception as e:
+        return LineOutcome(error=f"{type(e).__name__}: {e}")
     t = r.timings
     return LineOutcome(r.audio, r.sample_rate, r.stop_reason,
                        {"prefill_ms": t.prefill_ms, "talker_ms": t.mean_ms("talker"),

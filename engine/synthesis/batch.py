@@ -12,12 +12,9 @@ import atexit
 import threading
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .audio_stream import AudioStream
 
 
 class BatchHost(Protocol):
@@ -94,7 +91,8 @@ class Batcher:
         with self._cond:
             self._cond.notify()
 
-    def submit(self, stream: "AudioStream") -> None:
+    def submit(self, stream) -> None:
+        """`stream` (prompt_stream.PromptStream: its runner's side) run with the others, in turn."""
         with self._cond:
             self._waiting.append(stream)
             if self._thread is None:
@@ -104,7 +102,7 @@ class Batcher:
 
     def _admit(self, active: list, later_chunks: bool = True) -> list:
         """Waiting streams for the free slots, in arrival order: takes' first chunks, or if none waits
-        (and `later_chunks`) later chunks (AudioStream.follows). A later chunk's audio is not needed
+        (and `later_chunks`) later chunks (PromptStream.follows). A later chunk's audio is not needed
         yet, so its prefill waits for a step: a listener's first audio does not wait for it."""
         with self._cond:
             free = self.max_batch - len(active)
@@ -116,7 +114,7 @@ class Batcher:
             return joining
 
     def _run(self) -> None:
-        active: list[tuple["AudioStream", object]] = []   # (stream, native session)
+        active: list[tuple] = []   # (stream, native session)
         while True:
             joining = self._admit(active)
             with self._cond:

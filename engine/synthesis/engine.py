@@ -1,37 +1,34 @@
-"""The Python API's engine: load a model, synthesize text to audio, or stream audio while frames are
-made (the stream itself: audio_stream.py; several at once: batch.py)."""
+"""The Python API's engine: load a model, then speak a Request, the one way in for every front end:
+Engine.plan (one prompt or chunks, every prompt checked), Engine.take (the whole take once it has
+ended), Engine.open_take (the take as it is made: one prompt's stream, a chunked take, or a live take
+whose text is still being written). The takes call back into it through synthesis.host.TakeHost;
+the streams themselves: prompt_stream.py, chunked_take.py, live_take.py; several at once: batch.py."""
 from __future__ import annotations
 
 import os
 import threading
 import time
-from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kazeia import _native
 
 from . import placement as placements
-from .audio_stream import AudioStream
 from .batch import Batcher
+from .chunked_take import ChunkedTake, start_take, whole_take
+from .live_take import LiveTake
+from .long_text import LongResult, TakePlan, compose_text, plan_take
 from ..model_files.demo import resolve_model
 from ..model_files.model_file import ModelFile, ModelInfo
 from .overlap import DecoderWorker, default_overlap
 from ..platform_info import check_cpu_level
 from .prompt import PromptBuilder, PromptPlan, Voice
-from .requests import Request, Result, SamplingParams, Timings
+from .prompt_stream import DECODE_EVERY, PromptStream, build_prompt
+from .requests import (AUTO, FRAMES_PER_TOKEN, HEADROOM_FRAMES, MAX_TEXT_TOKENS, ONE_PROMPT, Request, Result,
+                       SamplingParams, Timings)
 from .speech_decoder import SpeechDecoder
 from .threads import ThreadPolicy, check_threads, default_threads
-
-if TYPE_CHECKING:
-    from .streamed_take import StreamedTake
-
-FRAMES_PER_TOKEN = 16      # slow, emotional speech stays far below this (normal speech: ~4)
-HEADROOM_FRAMES = 100      # 8 s on top, for short texts
-DECODE_EVERY = 4           # frames per streaming decoder launch after the first (320 ms of audio)
-OFFLINE_DECODE_EVERY = 8   # overlapped synthesize(): a decoder graph's most frames (no one listens meanwhile)
-MAX_TEXT_TOKENS = 2048     # one request: several minutes of speech; longer texts go in parts
+from .whole_prompt import whole_prompt
 
 
 class Engine:
@@ -49,7 +46,7 @@ class Engine:
         self.threads = check_threads(default_threads() if threads is None else threads)
         self._pool = _native.ThreadPool(self.threads)   # one persistent pool for every stage
         self.thread_policy = ThreadPolicy(self._pool)   # how many of them each launch uses
-        self._prompts = PromptBuilder(model)
+        self.prompts = PromptBuilder(model)
         self.lock = threading.Lock()   # one caller at a time makes frames (a stream's runner, the batch worker)
         self.cp_single_launch = True   # the code predictor's 15 sub-steps in one graph launch
         self.talker_persistent = True   # the talker step graph built once, then only fed
@@ -67,6 +64,11 @@ class Engine:
     @property
     def max_batch(self) -> int:
         return self._batcher.max_batch
+
+    @property
+    def shared_batcher(self) -> Batcher:
+        """The batch worker every take of this engine shares unless given another (a live take's always)."""
+        return self._batcher
 
     def set_placement(self, placement: str | dict | None) -> None:
         """cpu | accel-weights | accel-sched, for all stages or per stage ({"talker": ...}).
@@ -140,34 +142,80 @@ class Engine:
     def devices() -> list[dict]:
         return _native.devices()
 
-    # -- requests ----------------------------------------------------------------------------
-    def prepare(self, text, speaker=None, language="auto", instruct=None, voice=None, sampling=None,
-                streaming_text=None) -> tuple[PromptPlan, SamplingParams, Timings, float]:
-        """A request checked and its prompt built: (plan, sampling, timings so far, start time).
-        ValueError names what is wrong (sampling, text length, prompt and frame limit)."""
-        start = time.perf_counter()
-        sampling = sampling or SamplingParams.from_model(self.info)
-        sampling.validate()
-        plan = self._prompts.build(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
-                                   streaming_text=streaming_text)
-        if plan.body_tokens > MAX_TEXT_TOKENS:
-            raise ValueError(f"text too long: {plan.body_tokens} tokens in one request (at most {MAX_TEXT_TOKENS}, "
-                             "several minutes of speech); synthesize and stream split a text of any length into "
-                             "chunks unless asked for one prompt")
-        positions = len(plan) + self.max_frames_for(plan, sampling) + 1
-        if positions > self.info.hparams["talker"]["max_position_embeddings"]:
-            raise ValueError(f"prompt and frame limit need {positions} positions; the model handles "
-                             f"{self.info.hparams['talker']['max_position_embeddings']}: shorten the text or max_frames")
-        timings = Timings(tokenize_ms=1000 * (time.perf_counter() - start),
-                          frame_seconds=1 / self.info.frame_rate)
-        return plan, sampling, timings, start
+    # -- the one way in --------------------------------------------------------------------------
+    def plan(self, request: Request) -> TakePlan:
+        """`request` as it will be spoken (long_text.plan_take): one prompt or its chunks, by the one
+        rule (long_text.one_prompt_text) unless it says otherwise (Request.plan), every prompt checked
+        before anything starts. ValueError names what is wrong: a request's own numbers, markup (line
+        and column), a prompt the model refuses (long_text.PlanError: every chunk's)."""
+        return plan_take(self, request)
 
+    def take(self, request: Request | TakePlan, *, batcher: Batcher | None = None) -> Result | LongResult:
+        """The whole take of `request` (or of its plan), once it has ended: one prompt's Result (every
+        frame generated, then decoded as the reference decodes; with `batcher`, decoded as a stream
+        among that batch's, the same audio), or a take of chunks as a long_text.LongResult (the joined
+        audio, each chunk's own result and span, warnings of chunks that reached their frame limit)."""
+        plan = request if isinstance(request, TakePlan) else self.plan(request)
+        if plan.prompt is not None and batcher is None:
+            return whole_prompt(self, plan.prompt)
+        return whole_take(self.open_take(plan, batcher=batcher))
+
+    def open_take(self, request: Request | TakePlan, *, text_open: bool = False, batcher: Batcher | None = None,
+                  decode_every: int = DECODE_EVERY) -> PromptStream | ChunkedTake | LiveTake:
+        """The take of `request` as it is made: iterate for its audio (Chunk), cancel() to stop within
+        a frame, `result` once it has ended (wait() for it). One prompt: a PromptStream (the first
+        frame decoded alone, for the time to first audio, then `decode_every` frames a launch); chunks:
+        a ChunkedTake (the take's joined audio in order, each chunk's own in `takes`); `text_open`: a
+        LiveTake whose text (request.text so far) goes on with write(delta) and ends with close(), its
+        audio that of the whole text's take, bit for bit. `batcher`: one shared with other takes
+        (Engine.batcher; take_many); None: the engine's own when it batches (max_batch > 1), else a
+        thread of its own (a chunked take: a batcher of its own)."""
+        if not isinstance(decode_every, int) or decode_every < 1:
+            raise ValueError(f"decode_every must be a positive integer, got {decode_every!r}")
+        if text_open:
+            return LiveTake(self, request, decode_every)
+        plan = request if isinstance(request, TakePlan) else self.plan(request)
+        return start_take(self, plan, batcher or (self._batcher if self.max_batch > 1 else None), decode_every)
+
+    def take_many(self, requests: list[Request | TakePlan], max_batch: int | None = None) -> list:
+        """Several takes in one batch, `max_batch` (default: the engine's, at least 2) at a time: each
+        what take() gives (one prompt decoded as a stream, the same audio), in order. All are planned
+        before any starts; a take that fails raises once all have ended."""
+        batcher = Batcher(self, max_batch or max(self.max_batch, 2))
+        plans = [r if isinstance(r, TakePlan) else self.plan(r) for r in requests]
+        takes = [self.open_take(p, batcher=batcher) for p in plans]
+        results, failure = [], None
+        for take in takes:
+            try:
+                results.append(whole_take(take))
+            except BaseException as e:   # (the others run on to their end first)
+                failure = failure or e
+        if failure is not None:
+            raise failure
+        return results
+
+    def batcher(self, max_batch: int) -> Batcher:
+        """A batch worker of its own for this engine (takes given it run together, up to max_batch)."""
+        return Batcher(self, max_batch)
+
+    def warm_up(self) -> None:
+        """One short take, its audio dropped: a request's one-time costs (the streaming decoder's
+        graphs and state, the prompt's buffers) are paid now, so the first real request's latencies
+        are those of the ones after it. Any variant (a Base model hears a silent x-vector)."""
+        request = Request("Warm up.", sampling=SamplingParams.from_model(self.info, max_frames=6))
+        if self.info.variant == "custom_voice":
+            request.speaker = self.info.speakers[0].name
+        elif self.info.variant == "voice_design":
+            request.instruct = "A calm voice."
+        else:
+            request.voice = Voice(np.zeros(self.prompts.hidden, np.float32))
+        for _ in self.open_take(request):
+            pass
+
+    # -- what the takes call back (synthesis.host.TakeHost) -----------------------------------
     def count_text_tokens(self, text: str) -> int:
         """Text tokens `text` costs in a prompt (the long-text front end's budget counts these)."""
-        return len(self._prompts.tok.encode(text))
-
-    def _prepare_request(self, r: Request):
-        return self.prepare(r.text, r.speaker, r.language, r.instruct, r.voice, r.sampling, r.streaming_text)
+        return len(self.prompts.tok.encode(text))
 
     def frame_limit(self, sampling: SamplingParams) -> int:
         """The most frames a request may make: its own max_frames, bounded by the model's limit."""
@@ -195,7 +243,7 @@ class Engine:
             repetition_penalty=float(sampling.repetition_penalty), min_new_tokens=2,
             max_frames=self.max_frames_for(plan, sampling, MAX_TEXT_TOKENS if text_open else None),
             seed=int(sampling.seed), cp_single_launch=self.cp_single_launch,
-            talker_persistent=self.talker_persistent, text_open=text_open, **plan.arrays(self._prompts.hidden))
+            talker_persistent=self.talker_persistent, text_open=text_open, **plan.arrays(self.prompts.hidden))
 
     def generate_frames(self, plan: PromptPlan, sampling: SamplingParams, on_frame) -> dict:
         """Every frame of one request, `on_frame` called after each (the caller holds `lock`)."""
@@ -211,193 +259,40 @@ class Engine:
         holds `lock`)."""
         self._runner.step(sessions)
 
-    def synthesize(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
-                   instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
-                   streaming_text: bool | None = None, one_prompt: bool = False, lexicon=None) -> Result:
-        """Any text to one take (markup, dialogue, pauses, any length: docs/speaking.md). A text that
-        is one chunk is one prompt: all frames generated, then decoded exactly as the reference
-        decodes. Otherwise its chunks (Engine.compose) run batched and are joined; the Result is the
-        whole take (Engine.speak gives each chunk's too). `one_prompt`: the text as given, no markup
-        and no splitting, in one prompt (the reference's unit). `lexicon`: text.lexicon.Lexicon."""
-        if not one_prompt:
-            prompt, long = self._prompt_or_long(Request(text, speaker, language, instruct, voice, sampling,
-                                                        streaming_text), lexicon)
-            if long is not None:
-                return long.wait()
-            text, speaker, language, instruct, voice, sampling = (prompt.text, prompt.speaker, prompt.language,
-                                                                  prompt.instruct, prompt.voice, prompt.sampling)
-        if self.overlap_worker is not None:
-            return self._synthesize_overlapped(*self.prepare(text, speaker, language, instruct, voice, sampling,
-                                                             streaming_text), voice)
-        with self.lock:
-            plan, sampling, timings, start = self.prepare(text, speaker, language, instruct, voice, sampling,
-                                                           streaming_text)
-            policy = self.thread_policy
-            policy.restart()
-            out = self.generate_frames(plan, sampling,
-                                 lambda index, codes, talker_ms, cp_ms, prefill_ms: policy.observe(talker_ms + cp_ms) or True)
-            codes = out["codes"]
-            t_dec = time.perf_counter()
-            audio = self._decode(codes, voice)
-            dec_ms = 1000 * (time.perf_counter() - t_dec)
-            self._fill(timings, out, [dec_ms / max(len(codes), 1)] * len(codes), start)
-            timings.ttfa_ms = timings.total_ms
-            return Result(audio, self.info.sample_rate, codes, timings, out["stop_reason"], self.report_held())
+    # (ways in that serve/ and app/ still call until they move: issue 58)
+    def synthesize(self, text: str, *, one_prompt: bool = False, **request) -> Result:
+        """take() of Request(text, **request), a chunked take's whole as one Result."""
+        plan = self.plan(Request(text, plan=ONE_PROMPT if one_prompt else AUTO, **request))
+        return self.take(plan) if plan.prompt is not None else self.open_take(plan).wait()
 
-    def _synthesize_overlapped(self, plan, sampling, timings, start, voice) -> Result:
-        """synthesize() with the decoder beside generation: a stream, its chunks joined (a stream
-        equals offline decoding bit for bit), and in-context cloning cut as offline does."""
-        stream = AudioStream(self, plan, sampling, timings, start, icl_codes(voice), OFFLINE_DECODE_EVERY)
-        stream.join()
-        if stream.error is not None:
-            raise stream.error
-        result = stream.result
-        ref = icl_codes(voice)
-        if ref is not None and stream.prime_audio is not None:
-            full = np.concatenate([stream.prime_audio, result.audio])
-            result.audio = full[int(len(ref) / max(len(ref) + len(result.codes), 1) * len(full)):]
-        result.timings.ttfa_ms = result.timings.total_ms   # (offline: the audio comes all at once)
-        return result
+    def stream(self, text: str, *, one_prompt: bool = False, decode_every: int = DECODE_EVERY, **request):
+        """open_take(Request(text, **request))."""
+        return self.open_take(Request(text, plan=ONE_PROMPT if one_prompt else AUTO, **request),
+                              decode_every=decode_every)
 
-    def compose(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
-                instruct: str | None = None, voice: Voice | None = None, seed: int = 0, cast: dict | None = None,
-                lexicon=None, budget=None, pauses=None):
-        """`text` as the long-text front end plans it (kazeia.engine.text.compose.Composition): its
-        chunks (voice, language, seed, pronunciation rewrites) and the pauses between them, for this
-        model's speakers, languages and tokenizer. `cast`: names -> text.compose.Cast (the model's
-        speakers are there already); `lexicon`: text.lexicon.Lexicon; `budget`, `pauses`:
-        text.sentences.Budget, text.compose.Pauses. MarkupError names line and column."""
-        from ..voices.cast import model_cast
-        from ..text.compose import Cast, Pauses, compose
-        from ..text.sentences import Budget
-        return compose(text, default=Cast(speaker=speaker, instruct=instruct, voice=voice), language=language or "auto",
-                       cast={**model_cast(self.model), **(cast or {})}, languages=self.info.languages,
-                       lexicon=lexicon, budget=budget or Budget(), pauses=pauses or Pauses(), seed=seed,
-                       count_tokens=self.count_text_tokens)
+    def open_text_stream(self, *, decode_every: int = DECODE_EVERY, **request) -> LiveTake:
+        """open_take(Request("", **request), text_open=True)."""
+        return self.open_take(Request("", **request), text_open=True, decode_every=decode_every)
 
-    def speak(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
-              instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
-              cast: dict | None = None, lexicon=None, budget=None, pauses=None, join=None,
-              max_batch: int = 4, streaming_text: bool | None = None):
-        """Any text as chunks through the batched engine joined into one take, with each chunk's own
-        result (kazeia.engine.synthesis.long_text.LongResult: chunks, spans, warnings of chunks that reached
-        their frame limit). `cast`, `lexicon`, `budget`, `pauses`: as for compose; `join`:
-        text.join.JoinSettings (trimming, crossfade); `streaming_text`: as synthesize."""
-        from .long_text import speak
-        sampling = sampling or SamplingParams.from_model(self.info)
-        plan = self.compose(text, speaker=speaker, language=language, instruct=instruct, voice=voice,
-                            seed=sampling.seed, cast=cast, lexicon=lexicon, budget=budget, pauses=pauses)
-        return speak(self, plan, sampling, join, max_batch=max_batch, streaming_text=streaming_text)
+    def speak(self, text: str, *, max_batch: int = 4, **request) -> LongResult:
+        """take() of Request(text, **request) as a take of chunks, even of one."""
+        plan = self.plan(Request(text, plan=self.compose(text, **request), **request))
+        return whole_take(start_take(self, plan, Batcher(self, max_batch)))
 
-    def stream(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
-               instruct: str | None = None, voice: Voice | None = None, sampling: SamplingParams | None = None,
-               streaming_text: bool | None = None, decode_every: int = DECODE_EVERY, one_prompt: bool = False,
-               lexicon=None):
-        """Audio chunks as frames are produced (through the streaming decoder). Iterate it; call
-        cancel() to stop within one frame; `result` holds the totals once it has finished.
-        The first frame is decoded alone (time to first audio); later ones `decode_every` at a
-        time: each decoder launch streams all its weights, so one frame per launch costs ~1.5x.
-        A text of more than one chunk (or with pauses) gives a LongStream: the take's joined audio
-        in order, the first audio as soon as for its first sentence. `one_prompt`, `lexicon`: as
-        synthesize."""
-        if not isinstance(decode_every, int) or decode_every < 1:
-            raise ValueError(f"decode_every must be a positive integer, got {decode_every!r}")
-        if not one_prompt:
-            prompt, long = self._prompt_or_long(Request(text, speaker, language, instruct, voice, sampling,
-                                                        streaming_text), lexicon)
-            if long is not None:
-                return long
-            text, speaker, language, instruct, voice, sampling = (prompt.text, prompt.speaker, prompt.language,
-                                                                  prompt.instruct, prompt.voice, prompt.sampling)
-        plan, sampling, timings, start = self.prepare(text, speaker, language, instruct, voice, sampling,
-                                                       streaming_text)
-        return AudioStream(self, plan, sampling, timings, start, icl_codes(voice), decode_every,
-                           batcher=self._batcher if self.max_batch > 1 else None)
+    def compose(self, text: str, *, seed: int = 0, sampling: SamplingParams | None = None, **request):
+        """plan(Request(text, **request)).composition, unchecked."""
+        return compose_text(self, Request(text, sampling=sampling or SamplingParams(seed=seed), **request))
 
-    def open_text_stream(self, *, speaker: str | None = None, language: str | None = "auto",
-                         instruct: str | None = None, voice: Voice | None = None,
-                         sampling: SamplingParams | None = None, decode_every: int = DECODE_EVERY,
-                         lexicon=None, hold_ms: float = 0.0) -> "StreamedTake":
-        """Speech of a text still being written: write(delta) as it comes, close() at the end,
-        iterate for audio chunks (engine/synthesis/streamed_take.py). The codes and audio are those of the
-        whole text (less its leading white space) given to take(Request(text, ...,
-        streaming_text=True)), bit for bit: one utterance while the text is one prompt, else its
-        chunks as the long-text front end plans them, each begun as soon as its words are known.
-        `lexicon`: text.lexicon.Lexicon (a chunk it may rewrite begins once its words are all known);
-        `hold_ms`: speech starts once the text holds that much reading (StreamedTake)."""
-        from .streamed_take import StreamedTake
-        return StreamedTake(self, speaker=speaker, language=language, instruct=instruct, voice=voice,
-                            sampling=sampling, decode_every=decode_every, max_tokens=MAX_TEXT_TOKENS,
-                            lexicon=lexicon, hold_ms=hold_ms)
-
-    def take(self, request: Request, *, lexicon=None, join=None, chunk_seeds: dict[int, int] | None = None,
-             decode_every: int = DECODE_EVERY):
-        """The one way in for a take (the CLI, the workbench, the server and the benches come here):
-        `request` as one prompt, an AudioStream, when long_text.one_prompt_text says it is one, else
-        its chunks as a LongStream (started; the take's joined audio in order, each chunk's own in
-        `takes`). `lexicon`: text.lexicon.Lexicon; `join`: text.join.JoinSettings; `chunk_seeds`:
-        long_text.plan_take."""
-        prompt, long = self._prompt_or_long(request, lexicon, join, chunk_seeds)
-        if long is not None:
-            return long
-        return self.stream(prompt.text, speaker=prompt.speaker, language=prompt.language, instruct=prompt.instruct,
-                           voice=prompt.voice, sampling=prompt.sampling, streaming_text=prompt.streaming_text,
-                           decode_every=decode_every, one_prompt=True)
-
-    def _prompt_or_long(self, request: Request, lexicon=None, join=None, chunk_seeds=None):
-        """(the one prompt's Request, None), or (None, a LongStream of the chunks, started): Engine.take's
-        decision. A batching engine's chunks share its batcher with every other stream (a server's
-        requests), else they get one of their own."""
-        from .long_text import LongStream, plan_take
-        request = replace(request, sampling=request.sampling or SamplingParams.from_model(self.info))
-        prompt, plan = plan_take(self, request, lexicon, join, chunk_seeds)
-        if prompt is not None:
-            return prompt, None
-        shared = self._batcher if self.max_batch > 1 else None
-        return None, LongStream(self, plan, request.sampling, join, max_batch=4,
-                                streaming_text=request.streaming_text, batcher=shared)
-
-    def warm_up(self) -> None:
-        """One short stream, its audio dropped: a request's one-time costs (the streaming decoder's
-        graphs and state, the prompt's buffers) are paid now, so the first real request's latencies
-        are those of the ones after it. Any variant (a Base model hears a silent x-vector)."""
-        request: dict = {}
-        if self.info.variant == "custom_voice":
-            request["speaker"] = self.info.speakers[0].name
-        elif self.info.variant == "voice_design":
-            request["instruct"] = "A calm voice."
-        else:
-            request["voice"] = Voice(np.zeros(self._prompts.hidden, np.float32))
-        for _ in self.stream("Warm up.", sampling=SamplingParams.from_model(self.info, max_frames=6), **request):
-            pass
-
-    def batcher(self, max_batch: int) -> Batcher:
-        """A batch worker of its own for this engine (streams given it run together, up to max_batch)."""
-        return Batcher(self, max_batch)
-
-    def submit(self, request: Request, batcher: Batcher, decode_every: int = DECODE_EVERY,
-               follows: bool = False) -> AudioStream:
-        """`request` as a stream run by `batcher` (Engine.batcher); `follows`: a later chunk of a take
-        (a take's first chunk is admitted before it)."""
-        return AudioStream(self, *self._prepare_request(request), icl_codes(request.voice), decode_every,
-                           batcher=batcher, follows=follows)
-
-    def synthesize_many(self, requests, max_batch: int | None = None) -> list[Result]:
-        """Several utterances at once, `max_batch` (default: the engine's, at least 2) in one batch:
-        `requests` are Request objects or dicts of synthesize()'s arguments. Results come back in
-        order; each equals what synthesize() gives for the same request and seed (audio decoded as a
-        stream, which equals offline decoding bit for bit). A request that fails raises after all
-        have ended."""
-        batcher = Batcher(self, max_batch or max(self.max_batch, 2))
-        requests = [r if isinstance(r, Request) else Request(**r) for r in requests]
-        prepared = [(self._prepare_request(r), icl_codes(r.voice)) for r in requests]   # all checked before any starts
-        streams = [AudioStream(self, *p, prime, DECODE_EVERY, batcher=batcher) for p, prime in prepared]
-        for s in streams:
-            s.join()
-        for s in streams:
-            if s.error is not None:
-                raise s.error
-        return [s.result for s in streams]
+    def prepare(self, text, speaker=None, language="auto", instruct=None, voice=None, sampling=None,
+                streaming_text=None) -> tuple[PromptPlan, SamplingParams, Timings, float]:
+        """(the prompt of Request(text, ...) as written, its sampling, timings so far, start time)."""
+        start = time.perf_counter()
+        request = Request(text, speaker, language, instruct, voice, sampling or SamplingParams.from_model(self.info),
+                          streaming_text, plan=ONE_PROMPT)
+        request.validate()
+        plan = build_prompt(self, request)
+        timings = Timings(tokenize_ms=1000 * (time.perf_counter() - start), frame_seconds=1 / self.info.frame_rate)
+        return plan, request.sampling, timings, start
 
     # -- what measurements read (teacher forcing, the decoder) --------------------------------
     @property
@@ -414,39 +309,13 @@ class Engine:
         """The talker fed `text` (synthesize()'s request arguments) and then the given frames
         [n, 16]: its logits [n + 1, vocab] and final hidden states [n + 1, hidden] before each frame
         and after the last (for divergence measurements)."""
-        plan = self._prompts.build(text, **request)
+        plan = self.prompts.build(text, **request)
         with self.lock:
             return self._runner.teacher_forced(
-                **plan.arrays(self._prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
+                **plan.arrays(self.prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
                 codes=np.ascontiguousarray(codes, np.int32))
 
     def code_predictor_logits(self, hidden, frame) -> np.ndarray:
         """The code predictor's logits [15, vocab] for a talker hidden state, fed the frame's codes."""
         with self.lock:
             return self._runner.code_predictor_logits(np.asarray(hidden, np.float32), np.asarray(frame, np.int32))
-
-    def _decode(self, codes: np.ndarray, voice: Voice | None) -> np.ndarray:
-        """In-context cloning decodes the reference codes first and cuts their share of the
-        waveform, with the reference's own rounding (int(ref / total * samples))."""
-        ref = icl_codes(voice)
-        if ref is None:
-            return self._decoder.decode(codes) if len(codes) else np.zeros(0, np.float32)
-        full = self._decoder.decode(np.concatenate([ref, codes]))
-        cut = int(len(ref) / max(len(ref) + len(codes), 1) * len(full))
-        return full[cut:]
-
-    @staticmethod
-    def _fill(timings: Timings, out: dict, decoder_ms: list[float], start: float) -> None:
-        timings.prefill_ms = float(out["prefill_ms"])
-        t = out["timings_ms"]
-        timings.talker_ms = [float(x) for x in t[:, 0]]
-        timings.code_predictor_ms = [float(x) for x in t[:, 1]]
-        timings.decoder_ms = decoder_ms
-        timings.frames = len(out["codes"])
-        timings.total_ms = 1000 * (time.perf_counter() - start)
-
-
-def icl_codes(voice: Voice | None) -> np.ndarray | None:
-    if voice is None or voice.ref_codes is None:
-        return None
-    return np.asarray(voice.ref_codes, np.int32)

@@ -92,7 +92,7 @@ class PromptBuilder:
     def build(self, text: str, *, speaker: str | None = None, language: str | None = "auto",
               instruct: str | None = None, voice: Voice | None = None, streaming_text: bool | None = None,
               first_ids: list[int] | None = None) -> PromptPlan:
-        """first_ids: a text still being written (text.streamed_text), by its first final ids (text
+        """first_ids: a text still being written (text.final_tokens), by its first final ids (text
         unused): the prompt reads the first, the trailing text holds the rest and no tts_eos yet; the
         session gets the ids that follow, then tts_eos, as they come."""
         variant = self.info.variant

@@ -1,16 +1,23 @@
-"""What a synthesis is asked and what it gives back: sampling parameters, a request, the result,
-its per-stage timings and the chunks a stream hands on. Plain data, shared by the engine, the batch
-worker, scripts, the command line and the workbench."""
+"""What a take is asked and what it gives back: sampling parameters, the request (everything that
+decides a take's audio), the result, its per-stage timings and the chunks a stream hands on. Plain
+data, shared by the engine, the batch worker, scripts, books, the command line, the server and the
+workbench."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..model_files.model_file import ModelInfo
 from .prompt import Voice
 from ..untrusted import InputError
+
+if TYPE_CHECKING:
+    from ..text.compose import Composition, Pauses
+    from ..text.join import JoinSettings
+    from ..text.sentences import Budget
 
 # The ranges a request's sampling may take (docs/security.md): wider than any use (a temperature over
 # 2 is already noise; the talker's vocabulary is 3072 codes), narrow enough that no value reaches the
@@ -20,6 +27,16 @@ MAX_TOP_K = 65_536
 MAX_REPETITION_PENALTY = 10.0
 MAX_FRAMES = 65_536              # frames of one prompt (87 min at 12.5 Hz; every model's own limit is lower)
 MAX_BATCH = 256                 # chunks synthesized together (a batch holds a decoder state per chunk)
+MAX_HOLD_MS = 10_000            # the longest a live take may wait for its reading before it speaks
+MAX_TEXT_TOKENS = 2048          # one prompt: several minutes of speech; longer texts go in chunks
+FRAMES_PER_TOKEN = 16           # slow, emotional speech stays far below this (normal speech: ~4)
+HEADROOM_FRAMES = 100           # 8 s on top, for short texts
+
+# How a request is planned (Request.plan): by the one rule for every front end (long_text.one_prompt_text),
+# or its text exactly as written in one prompt (no markup, no splitting: the reference's unit, for benches
+# and the reference checks). A text.compose.Composition there is a plan the caller has already made.
+AUTO = "auto"
+ONE_PROMPT = "one prompt"
 
 
 @dataclass
@@ -137,7 +154,14 @@ class Result:
 
 @dataclass
 class Request:
-    """One utterance for Engine.synthesize_many (the arguments of synthesize)."""
+    """Everything that decides a take's audio: what every front end builds, and all Engine.plan,
+    Engine.take and Engine.open_take read. `sampling` None: the model's defaults (its seed is the
+    first chunk's; text.compose.chunk_seed derives the others'). `lexicon`: text.lexicon.Lexicon;
+    `join`: text.join.JoinSettings; `chunk_seeds`: chunk index -> seed, chunks made again while the
+    others keep theirs (indices the plan lacks are left out: a text edited since); `cast`: names ->
+    text.compose.Cast beyond the model's speakers; `budget`, `pauses`: text.sentences.Budget,
+    text.compose.Pauses (None: their defaults); `hold_ms`: a live take speaks once its text holds that
+    much reading (one token a frame) or ends; `plan`: AUTO, ONE_PROMPT or a Composition (above)."""
     text: str
     speaker: str | None = None
     language: str | None = "auto"
@@ -145,6 +169,34 @@ class Request:
     voice: Voice | None = None
     sampling: SamplingParams | None = None
     streaming_text: bool | None = None
+    lexicon: object | None = None
+    join: "JoinSettings | None" = None
+    chunk_seeds: dict[int, int] | None = None
+    cast: dict | None = None
+    budget: "Budget | None" = None
+    pauses: "Pauses | None" = None
+    hold_ms: float = 0.0
+    plan: "str | Composition" = AUTO
+
+    def validate(self) -> None:
+        """ValueError (InputError for sampling) naming the field, for a value no take could use: the one
+        check of a request's own numbers, wherever it came in (what the model refuses, a speaker or a
+        text too long for one prompt, Engine.plan says)."""
+        from ..text.compose import Composition
+        if not isinstance(self.text, str):
+            raise ValueError(f"text must be a string, got {type(self.text).__name__}")
+        if self.sampling is not None:
+            self.sampling.validate()
+        if _number(self.hold_ms) is None or not 0 <= self.hold_ms <= MAX_HOLD_MS:
+            raise ValueError(f"hold_ms must be from 0 to {MAX_HOLD_MS}, got {self.hold_ms!r}")
+        for part in (self.pauses, self.budget, self.join):
+            if part is not None:
+                part.validate()
+        for index, seed in (self.chunk_seeds or {}).items():
+            if _whole(index) is None or index < 0 or _whole(seed) is None or not 0 <= seed < 2 ** 64:
+                raise ValueError(f"chunk_seeds: chunk {index!r} -> {seed!r}: a chunk's number and a seed in [0, 2**64)")
+        if not (isinstance(self.plan, Composition) or self.plan in (AUTO, ONE_PROMPT)):
+            raise ValueError(f"plan must be {AUTO!r}, {ONE_PROMPT!r} or a text.compose.Composition, got {self.plan!r}")
 
 
 @dataclass

@@ -16,7 +16,7 @@ the sentence keeps in the chunk (`_known_words`). What is held back, and why:
 - SSML (one XML document): everything, until the text ends;
 - with a lexicon, a chunk's words until the chunk is settled (a rule may span what follows).
 
-A live take (engine/synthesis/streamed_take.py) speaks each chunk as soon as its words are known, and each is
+A live take (engine/synthesis/live_take.py) speaks each chunk as soon as its words are known, and each is
 the whole text's chunk, seed and pause: tests/text/test_open_plan.py checks every prefix of many
 texts against the whole text's plan."""
 from __future__ import annotations

@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 import soundfile
 
-from kazeia.engine import Engine, SamplingParams, demo_model_path
+from kazeia.engine import Engine, Request, SamplingParams, demo_model_path
 from kazeia.engine.takes.loudness import LoudnessTarget
 from kazeia.engine.book.render import WORK, BookOptions, plan_book, render_book
 from kazeia.engine.book.source import BookError, read_book
-from kazeia.engine.synthesis.long_text import speak
 
 from support.books import MARKDOWN_BOOK, make_epub, png_bytes
 from support.commands import kazeia
@@ -44,7 +43,8 @@ def test_an_epub_becomes_chapters_subtitles_and_an_m4b(engine, tmp_path):
     import pyloudnorm
     from mutagen.mp4 import MP4
     book = read_book(make_epub(tmp_path / "b.epub"))
-    options = BookOptions(tmp_path / "out", formats=("wav", "flac"), speaker="vivian", seed=5, max_frames=6,
+    voice = Request("", speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=5, max_frames=6))
+    options = BookOptions(tmp_path / "out", formats=("wav", "flac"), request=voice,
                           loudness=LoudnessTarget(-20.0, -1.0, "book"))
     plan = plan_book(book, engine, options)
     result = render_book(plan, engine)
@@ -54,7 +54,8 @@ def test_an_epub_becomes_chapters_subtitles_and_an_m4b(engine, tmp_path):
     assert result.gains_db[0] == result.gains_db[1] and not result.notes   # one gain for the book
     starts, position, spoken = [], 0, []
     for planned, chapter in zip(plan.chapters, result.chapters):
-        take = speak(engine, planned.composition, sampling)   # the chapter's text as one long take
+        # the chapter's text as one long take
+        take = engine.take(Request("", sampling=sampling, plan=planned.composition), batcher=engine.batcher(4))
         raw, _ = soundfile.read(chapter.path, dtype="float32")
         assert np.array_equal(raw, take.audio)
         stem = tmp_path / "out" / f"{planned.number:02d} - {planned.chapter.title}"
@@ -97,7 +98,8 @@ def test_per_chapter_loudness_and_the_ceiling(engine, tmp_path):
     import pyloudnorm
     path = tmp_path / "book.md"
     path.write_text(MARKDOWN_BOOK, encoding="utf-8")
-    options = BookOptions(tmp_path / "out", formats=("wav",), m4b=False, subtitles=(), speaker="ryan", max_frames=5,
+    voice = Request("", speaker="ryan", sampling=SamplingParams.from_model(engine.info, max_frames=5))
+    options = BookOptions(tmp_path / "out", formats=("wav",), m4b=False, subtitles=(), request=voice,
                           loudness=LoudnessTarget(-16.0, -12.0, "chapter"))
     plan = plan_book(read_book(path), engine, options)
     result = render_book(plan, engine)

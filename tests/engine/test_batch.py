@@ -5,6 +5,7 @@ leave the others untouched; several streams from threads share one batch."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from kazeia import _native
 from kazeia.engine import Engine, Request, SamplingParams, open_model
 from kazeia.engine.synthesis.batch import Batcher
+from kazeia.engine.synthesis.prompt_stream import build_prompt
+from kazeia.engine.synthesis.requests import ONE_PROMPT
 
 from support.goldens import CASES, MANIFEST, case_request
 
@@ -19,7 +22,7 @@ from support.goldens import CASES, MANIFEST, case_request
 def golden_request(engine, case):
     _, text, request, g = case_request(case)
     greedy = SamplingParams.from_model(engine.info, max_frames=len(g["codes"])).greedy()
-    return Request(text, sampling=greedy, **request), g
+    return Request(text, sampling=greedy, **request, plan=ONE_PROMPT), g
 
 
 @pytest.mark.arm64
@@ -36,11 +39,9 @@ def test_golden_cases_inside_a_batch_match_the_reference(engines, variant, batch
     fillers = []
     for i in range(max(batch - 1, 0) + 2 * batch):
         r, g = golden[i % len(golden)]
-        fillers.append(Request(r.text, speaker=r.speaker, language=r.language, instruct=r.instruct, voice=r.voice,
-                               streaming_text=r.streaming_text,
-                               sampling=SamplingParams.from_model(engine.info, seed=100 + i, max_frames=3 + 5 * i)))
+        fillers.append(replace(r, sampling=SamplingParams.from_model(engine.info, seed=100 + i, max_frames=3 + 5 * i)))
     requests = [r for r, _ in golden] + fillers   # more requests than slots: later ones join as others leave
-    results = engine.synthesize_many(requests, max_batch=batch)
+    results = engine.take_many(requests, max_batch=batch)
     for (r, g), res in zip(golden, results):
         assert np.array_equal(res.codes, g["codes"]), r.text
         assert res.stop_reason == "limit"
@@ -63,11 +64,10 @@ def test_seeded_sampling_does_not_depend_on_the_batch(demo):
     texts = ["The same seed gives the same voice.", "Other company.", "A third request, longer than the rest.",
              "Short."]
     speakers = ["vivian", "ryan", "eric", "serena"]
-    alone = [demo.synthesize(t, speaker=s, sampling=sampled(demo, 7 + i, 20 + 3 * i, temperature=0.6 + 0.1 * i))
-             for i, (t, s) in enumerate(zip(texts, speakers))]
-    together = demo.synthesize_many([Request(t, speaker=s, sampling=sampled(demo, 7 + i, 20 + 3 * i,
-                                                                            temperature=0.6 + 0.1 * i))
-                                     for i, (t, s) in enumerate(zip(texts, speakers))], max_batch=4)
+    requests = [Request(t, speaker=s, sampling=sampled(demo, 7 + i, 20 + 3 * i, temperature=0.6 + 0.1 * i))
+                for i, (t, s) in enumerate(zip(texts, speakers))]
+    alone = [demo.take(r) for r in requests]
+    together = demo.take_many(requests, max_batch=4)
     for a, b in zip(alone, together):
         assert np.array_equal(a.codes, b.codes) and np.array_equal(a.audio, b.audio)
     assert len({a.codes.tobytes() for a in alone}) == len(alone)   # really different requests
@@ -77,9 +77,9 @@ def native_requests(engine, n):
     texts = ["Two runners share one set of weights.", "Each has its own graphs.", "A third one."]
     out = []
     for i in range(n):
-        plan, sampling, _, _ = engine.prepare(texts[i % len(texts)], speaker=["vivian", "ryan", "eric"][i % 3],
-                                              sampling=sampled(engine, 11 + i, 30 + 5 * i))
-        out.append(engine._request(plan, sampling))
+        request = Request(texts[i % len(texts)], speaker=["vivian", "ryan", "eric"][i % 3],
+                          sampling=sampled(engine, 11 + i, 30 + 5 * i))
+        out.append(engine._request(build_prompt(engine, request), request.sampling))
     return out
 
 
@@ -140,13 +140,13 @@ def test_a_session_is_stepped_by_any_runner_of_its_weights_and_refused_by_others
 def test_streams_from_threads_run_in_one_batch_and_one_can_be_cancelled(demo):
     engine = Engine(demo.model, threads=2, max_batch=4)
     texts = [f"Stream number {i} speaks while the others do." for i in range(4)]
-    alone = [demo.synthesize(t, speaker="vivian", sampling=sampled(demo, i, 40)) for i, t in enumerate(texts)]
+    alone = [demo.take(Request(t, speaker="vivian", sampling=sampled(demo, i, 40))) for i, t in enumerate(texts)]
     results, cancelled = [None] * 4, {}
     started = threading.Barrier(4)
 
     def listen(i):
         started.wait()
-        stream = engine.stream(texts[i], speaker="vivian", sampling=sampled(demo, i, 40))
+        stream = engine.open_take(Request(texts[i], speaker="vivian", sampling=sampled(demo, i, 40)))
         for n, chunk in enumerate(stream):
             if i == 3 and n == 1:   # one listener gives up after two chunks
                 stream.cancel()
@@ -157,7 +157,7 @@ def test_streams_from_threads_run_in_one_batch_and_one_can_be_cancelled(demo):
         t.start()
     for t in threads:
         t.join(120)
-    assert engine._batcher.largest_batch >= 2   # they really shared steps
+    assert engine.shared_batcher.largest_batch >= 2   # they really shared steps
     for i in range(3):
         assert np.array_equal(results[i].codes, alone[i].codes) and np.array_equal(results[i].audio, alone[i].audio)
     r = results[3]
@@ -167,16 +167,16 @@ def test_streams_from_threads_run_in_one_batch_and_one_can_be_cancelled(demo):
 
 def test_a_late_joiner_and_a_bad_request_leave_the_others_untouched(demo):
     engine = Engine(demo.model, threads=2, max_batch=3)
-    first = engine.stream("The first one starts alone.", speaker="ryan", sampling=sampled(demo, 1, 30))
+    first = engine.open_take(Request("The first one starts alone.", speaker="ryan", sampling=sampled(demo, 1, 30)))
     next(first)
-    late = engine.stream("The second joins later.", speaker="ryan", sampling=sampled(demo, 2, 10))
+    late = engine.open_take(Request("The second joins later.", speaker="ryan", sampling=sampled(demo, 2, 10)))
     a, b = first.wait(60), late.wait(60)
-    assert np.array_equal(a.codes, demo.synthesize("The first one starts alone.", speaker="ryan",
-                                                   sampling=sampled(demo, 1, 30)).codes)
-    assert np.array_equal(b.codes, demo.synthesize("The second joins later.", speaker="ryan",
-                                                   sampling=sampled(demo, 2, 10)).codes)
+    assert np.array_equal(a.codes, demo.take(Request("The first one starts alone.", speaker="ryan",
+                                                     sampling=sampled(demo, 1, 30))).codes)
+    assert np.array_equal(b.codes, demo.take(Request("The second joins later.", speaker="ryan",
+                                                     sampling=sampled(demo, 2, 10))).codes)
     with pytest.raises(ValueError, match="speaker"):
-        engine.synthesize_many([Request("Fine.", speaker="ryan"), Request("Bad.", speaker="nobody")])
+        engine.take_many([Request("Fine.", speaker="ryan"), Request("Bad.", speaker="nobody")])
 
 
 @pytest.mark.arm64
@@ -198,9 +198,9 @@ def test_a_sequence_alone_and_in_a_batch_at_full_block_counts(tmp_path_factory, 
         def sampling(i):
             s = sampled(engine, 5 + i, 14 + 2 * i)
             return s.greedy() if greedy else s
-        alone = [engine.synthesize(t, speaker="ryan", sampling=sampling(i)) for i, t in enumerate(texts)]
-        together = engine.synthesize_many([Request(t, speaker="ryan", sampling=sampling(i))
-                                           for i, t in enumerate(texts)], max_batch=4)
+        requests = [Request(t, speaker="ryan", sampling=sampling(i)) for i, t in enumerate(texts)]
+        alone = [engine.take(r) for r in requests]
+        together = engine.take_many(requests, max_batch=4)
         for a, b in zip(alone, together):
             assert np.array_equal(a.codes, b.codes) and np.array_equal(a.audio, b.audio)
 
@@ -235,12 +235,12 @@ def test_a_script_that_cancels_a_take_and_exits_ends_cleanly():
     # (the demo model: a step long enough to be inside; the bench's and server's modules loaded:
     # finalizing takes long enough for the worker to wake inside it)
     script = ("import kazeia.engine.bench.agent\n"
-              "from kazeia.engine import Engine, open_model\n"
+              "from kazeia.engine import Engine, Request, open_model\n"
               f"engine = Engine(open_model({str(demo_model_path())!r}), threads=2, max_batch=2)\n"
               "for _ in range(2):\n"
-              "    take = engine.stream(('Sure, here is the short version. The train leaves at nine from platform '\n"
-              "                          'four, and the trip takes about two hours.\\n\\n') * 3, speaker='vivian',\n"
-              "                         streaming_text=True)\n"
+              "    text = ('Sure, here is the short version. The train leaves at nine from platform four, and the '\n"
+              "            'trip takes about two hours.\\n\\n') * 3\n"
+              "    take = engine.open_take(Request(text, speaker='vivian', streaming_text=True))\n"
               "    next(iter(take))\n"
               "    take.cancel()\n")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
@@ -361,7 +361,7 @@ def test_a_later_chunk_is_prefilled_after_its_takes_first_frame():
 
 
 def test_a_live_takes_next_chunk_is_made_once_the_one_before_it_is():
-    """A live take's chunks are made one after another (AudioStream.after): side by side, each of one
+    """A live take's chunks are made one after another (PromptStream.after): side by side, each of one
     listener's chunks goes slower, on a small machine slower than real time. Another take's first
     chunk is not held back by it."""
     host = _Host()

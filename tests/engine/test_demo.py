@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kazeia.engine import Engine, SamplingParams, make_random_model, open_model
+from kazeia.engine import Engine, Request, SamplingParams, make_random_model, open_model
 from kazeia.engine.model_files.demo import DEMO_RECIPE, demo_model_path
 from kazeia.engine.model_files.random_model import OUTPUT_LAYER
 
@@ -17,8 +17,8 @@ def demo():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_demo_audio_is_at_a_sane_level(demo, seed, report):
     sampling = SamplingParams.from_model(demo.info, seed=seed, max_frames=40)
-    r = demo.synthesize("Hello from Kazeia, the local speech workbench.", speaker=demo.info.speakers[0].name,
-                        sampling=sampling)
+    r = demo.take(Request("Hello from Kazeia, the local speech workbench.", speaker=demo.info.speakers[0].name,
+                          sampling=sampling))
     audio = r.audio.astype(np.float64)
     assert r.codes.shape[0] > 0 and audio.size == r.codes.shape[0] * 1920
     assert len(np.unique(r.codes[:, 0])) > r.codes.shape[0] // 4   # the codes still vary: real pipeline, not silence

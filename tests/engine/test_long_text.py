@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import soundfile
 
-from kazeia.engine import Engine, SamplingParams
-from kazeia.engine.synthesis.long_text import redo_chunk, speak
+from kazeia.engine import ChunkedTake, Engine, Request, SamplingParams
+from kazeia.engine.synthesis.long_text import chunk_request, redo_chunk
+from kazeia.engine.synthesis.requests import MAX_TEXT_TOKENS, ONE_PROMPT
 from kazeia.engine.text.compose import Cast, compose
-from kazeia.engine.text.join import JoinSettings
 from kazeia.engine.text.sentences import Budget
 
 from support.commands import kazeia
@@ -31,9 +31,13 @@ def plan_of(engine, text=TEXT, seed=5):
                    count_tokens=engine.count_text_tokens)
 
 
+def take_of(engine, plan, sampling, max_batch=4, text=TEXT):
+    """`plan` (a composition of `text`) spoken as a take of its chunks, `max_batch` at a time."""
+    return engine.take(Request(text, sampling=sampling, plan=plan), batcher=engine.batcher(max_batch))
+
+
 def alone(engine, chunk, sampling):
-    return engine.synthesize(chunk.text, one_prompt=True, speaker=chunk.cast.speaker, language=chunk.language,
-                             sampling=SamplingParams(**{**vars(sampling), "seed": chunk.seed}))
+    return engine.take(chunk_request(chunk, sampling))
 
 
 @pytest.mark.parametrize("max_batch", [1, 4])
@@ -41,7 +45,7 @@ def test_each_chunk_is_that_chunk_alone_bit_for_bit(demo, max_batch):
     plan = plan_of(demo)
     assert len(plan.chunks) == 4 and [c.cast.speaker for c in plan.chunks] == ["vivian", "vivian", "serena", "serena"]
     sampling = SamplingParams.from_model(demo.info, max_frames=6)
-    result = speak(demo, plan, sampling, JoinSettings(), max_batch=max_batch)
+    result = take_of(demo, plan, sampling, max_batch)
     for take in result.chunks:
         single = alone(demo, take.plan, sampling)
         assert np.array_equal(take.result.codes, single.codes)
@@ -58,7 +62,7 @@ def test_each_chunk_is_that_chunk_alone_bit_for_bit(demo, max_batch):
 
 def test_one_chunk_made_again_leaves_the_others(demo):
     sampling = SamplingParams.from_model(demo.info, max_frames=5)
-    first = speak(demo, plan_of(demo), sampling, max_batch=4)
+    first = take_of(demo, plan_of(demo), sampling)
     again = redo_chunk(demo, first, 1, seed=424242, sampling=sampling)
     for i, (a, b) in enumerate(zip(first.chunks, again.chunks)):
         same = np.array_equal(a.result.audio, b.result.audio)
@@ -74,8 +78,8 @@ def test_one_chunk_made_again_leaves_the_others(demo):
 def test_a_short_plain_text_is_what_it_was_before_the_front_end(demo):
     sampling = SamplingParams.from_model(demo.info, max_frames=6, seed=3)
     plan = compose("Just this.", default=Cast(speaker="ryan"), seed=3)
-    result = speak(demo, plan, sampling)
-    direct = demo.synthesize("Just this.", speaker="ryan", sampling=sampling)
+    result = take_of(demo, plan, sampling, text="Just this.")
+    direct = demo.take(Request("Just this.", speaker="ryan", sampling=sampling))
     assert np.array_equal(result.audio, direct.audio)
 
 
@@ -130,8 +134,8 @@ def test_render_lines_may_be_paragraphs_markup_and_dialogue(tmp_path, demo):
     bad = next(e for e in manifest if e["id"] == "bad")
     assert bad["status"] == "skipped" and "column 7" in bad["error"] and "not a duration" in bad["error"]
     plain, _ = soundfile.read(out / "plain.wav", dtype="float32")
-    direct = demo.synthesize("Just one sentence.", speaker="ryan",
-                             sampling=SamplingParams.from_model(demo.info, max_frames=4, seed=9))
+    direct = demo.take(Request("Just one sentence.", speaker="ryan",
+                               sampling=SamplingParams.from_model(demo.info, max_frames=4, seed=9)))
     np.testing.assert_array_equal(plain, direct.audio)   # a one-chunk line renders as it always did
     dialogue, _ = soundfile.read(out / "dialogue.wav", dtype="float32")
     plan = compose("vivian: Hello there. [pause:250ms] serena: Hi!", default=Cast(speaker="ryan"),
@@ -157,32 +161,33 @@ def test_bench_long_compares_a_batch_with_one_chunk_at_a_time(tmp_path):
     assert "one at a time" in table and "batch of 4" in table and "faster than one chunk at a time" in table
 
 
-def test_engine_speak_is_compose_then_speak(demo):
+def test_engine_take_of_a_long_text_is_its_plan_spoken(demo):
     sampling = SamplingParams.from_model(demo.info, max_frames=4, seed=11)
-    take = demo.speak("One sentence here. [pause:200ms] Another one there.", speaker="eric", sampling=sampling)
+    take = demo.take(Request("One sentence here. [pause:200ms] Another one there.", speaker="eric",
+                             sampling=sampling))
     plan = compose("One sentence here. [pause:200ms] Another one there.", default=Cast(speaker="eric"), seed=11)
     assert [c.plan.text for c in take.chunks] == [c.text for c in plan.chunks]
     assert len(take.audio) == 2 * 4 * 1920 + 4800
     for c in take.chunks:
         np.testing.assert_array_equal(c.result.audio, alone(demo, c.plan, sampling).audio)
     with pytest.raises(ValueError, match="line 1, column 12: unknown voice 'nobody'.*vivian"):
-        demo.speak("Hi. [voice=nobody] there.", speaker="eric")
+        demo.take(Request("Hi. [voice=nobody] there.", speaker="eric"))
 
 
-def test_a_long_stream_is_the_joined_take_and_can_be_cancelled(demo):
-    from kazeia.engine.synthesis.long_text import LongStream
+def test_a_chunked_take_is_the_joined_take_and_can_be_cancelled(demo):
     sampling = SamplingParams.from_model(demo.info, max_frames=6)
     plan = plan_of(demo)
-    stream = LongStream(demo, plan, sampling, max_batch=4)
+    stream = demo.open_take(Request(TEXT, sampling=sampling, plan=plan), batcher=demo.batcher(4))
     parts = list(stream)
-    whole = speak(demo, plan, sampling, max_batch=4)
+    whole = take_of(demo, plan, sampling)
     np.testing.assert_array_equal(np.concatenate([p.audio for p in parts]), whole.audio)
     np.testing.assert_array_equal(stream.result.audio, whole.audio)
     assert stream.result.codes.shape == (4 * 6, 16) and stream.result.stop_reason == "limit"
     assert parts[-1].timings.frames == 24 and len(parts[-1].timings.talker_ms) == 24
     assert [t.span for t in stream.takes] == [t.span for t in whole.chunks]
     # cancelled after the first audio: it stops, and what was streamed is the result's audio
-    stream = LongStream(demo, plan, SamplingParams.from_model(demo.info, max_frames=60), max_batch=4)
+    stream = demo.open_take(Request(TEXT, sampling=SamplingParams.from_model(demo.info, max_frames=60), plan=plan),
+                            batcher=demo.batcher(4))
     heard = [next(stream).audio]
     stream.cancel()
     heard += [p.audio for p in stream]
@@ -206,8 +211,8 @@ def test_render_applies_a_lexicon_and_resume_sees_it_change(tmp_path, demo):
     assert r.returncode == 0, r.stderr[-2000:]
     first, _ = soundfile.read(tmp_path / "out" / "0001.wav", dtype="float32")
     frames = len(first) // 1920
-    said = demo.synthesize("ka-ZAY-ah speaks.", speaker="ryan",
-                           sampling=SamplingParams.from_model(demo.info, max_frames=frames))
+    said = demo.take(Request("ka-ZAY-ah speaks.", speaker="ryan",
+                             sampling=SamplingParams.from_model(demo.info, max_frames=frames)))
     np.testing.assert_array_equal(first, said.audio)
     r = kazeia(*args, env=env)   # unchanged: both kept
     assert "2 kept" in r.stdout, r.stdout
@@ -216,34 +221,34 @@ def test_render_applies_a_lexicon_and_resume_sees_it_change(tmp_path, demo):
     assert "2 rendered" in r.stdout, r.stdout
 
 
-def test_synthesize_and_stream_take_any_text(demo):
-    from kazeia.engine.synthesis.long_text import LongStream
-    from kazeia.engine.synthesis.engine import MAX_TEXT_TOKENS
+def test_take_and_open_take_take_any_text(demo):
     sampling = SamplingParams.from_model(demo.info, max_frames=3, seed=4)
     text = "One sentence here. [pause:200ms] Another one there."
-    take = demo.speak(text, speaker="eric", sampling=sampling)
-    np.testing.assert_array_equal(demo.synthesize(text, speaker="eric", sampling=sampling).audio, take.audio)
-    stream = demo.stream(text, speaker="eric", sampling=sampling)
-    assert isinstance(stream, LongStream)
+    take = demo.take(Request(text, speaker="eric", sampling=sampling))
+    np.testing.assert_array_equal(demo.take(Request(text, speaker="eric", sampling=sampling, plan=demo.plan(
+        Request(text, speaker="eric", sampling=sampling)).composition)).audio, take.audio)
+    stream = demo.open_take(Request(text, speaker="eric", sampling=sampling))
+    assert isinstance(stream, ChunkedTake)
     heard = np.concatenate([c.audio for c in stream])
     np.testing.assert_array_equal(heard, take.audio)
     assert stream.ended and stream.result.codes.shape == (6, 16)
     # wait() without iterating: the same take
-    np.testing.assert_array_equal(demo.stream(text, speaker="eric", sampling=sampling).wait().audio, take.audio)
+    np.testing.assert_array_equal(demo.open_take(Request(text, speaker="eric", sampling=sampling)).wait().audio,
+                                  take.audio)
     # a plain text of one chunk is the one prompt it always was (the reference's parity)
     plain = "Just a short one.\nOn two lines."
-    np.testing.assert_array_equal(demo.synthesize(plain, speaker="eric", sampling=sampling).audio,
-                                  demo.synthesize(plain, speaker="eric", sampling=sampling, one_prompt=True).audio)
-    # one_prompt: brackets are words, not markup
-    said = demo.synthesize("Say [pause:2s] as words.", speaker="eric", sampling=sampling, one_prompt=True)
+    np.testing.assert_array_equal(demo.take(Request(plain, speaker="eric", sampling=sampling)).audio,
+                                  demo.take(Request(plain, speaker="eric", sampling=sampling, plan=ONE_PROMPT)).audio)
+    # one prompt as written: brackets are words, not markup
+    said = demo.take(Request("Say [pause:2s] as words.", speaker="eric", sampling=sampling, plan=ONE_PROMPT))
     assert len(said.codes) == 3
     with pytest.raises(ValueError, match="line 1, column 5"):
-        demo.synthesize("Hi. [nonsense] there.", speaker="eric")
+        demo.take(Request("Hi. [nonsense] there.", speaker="eric"))
     # beyond one prompt's limit: refused as one prompt, split into chunks otherwise
     long = " ".join(f"Sentence number {i} is here." for i in range(400))
     assert demo.count_text_tokens(long) > MAX_TEXT_TOKENS
     with pytest.raises(ValueError, match="split a text of any length"):
-        demo.synthesize(long, speaker="eric", sampling=sampling, one_prompt=True)
+        demo.take(Request(long, speaker="eric", sampling=sampling, plan=ONE_PROMPT))
     one_frame = SamplingParams.from_model(demo.info, max_frames=1)
-    result = demo.synthesize(long, speaker="eric", sampling=one_frame)
-    assert len(result.codes) == len(demo.compose(long, speaker="eric").chunks) > 1
+    result = demo.take(Request(long, speaker="eric", sampling=one_frame))
+    assert len(result.codes) == len(demo.plan(Request(long, speaker="eric")).composition.chunks) > 1

@@ -30,8 +30,8 @@ def test_overlapped_synthesis_gives_the_audio_of_taking_turns(turns, overlapped,
     assert overlapped.overlap_worker is not None and turns.overlap_worker is None
     for seed in (1, 2):
         s = sampled(turns, seed, frames)
-        a = turns.synthesize("The decoder works beside generation.", speaker="ryan", sampling=s)
-        b = overlapped.synthesize("The decoder works beside generation.", speaker="ryan", sampling=s)
+        a = turns.take(Request("The decoder works beside generation.", speaker="ryan", sampling=s))
+        b = overlapped.take(Request("The decoder works beside generation.", speaker="ryan", sampling=s))
         assert np.array_equal(a.codes, b.codes) and len(b.codes) == frames
         assert np.array_equal(a.audio, b.audio)
         t = b.timings
@@ -41,8 +41,8 @@ def test_overlapped_synthesis_gives_the_audio_of_taking_turns(turns, overlapped,
 
 def test_an_overlapped_stream_hears_the_first_frame_alone_then_every_frame_once(turns, overlapped):
     s = sampled(turns, 3, 40)
-    full = turns.synthesize("Streaming beside generation.", speaker="vivian", sampling=s)
-    stream = overlapped.stream("Streaming beside generation.", speaker="vivian", sampling=s)
+    full = turns.take(Request("Streaming beside generation.", speaker="vivian", sampling=s))
+    stream = overlapped.open_take(Request("Streaming beside generation.", speaker="vivian", sampling=s))
     chunks = list(stream)
     assert (chunks[0].first_frame, chunks[0].frames) == (0, 1)   # time to first audio: frame 0 alone
     starts = [c.first_frame for c in chunks]
@@ -60,9 +60,9 @@ def test_a_batch_decodes_beside_its_steps_with_the_audio_each_gets_alone(turns):
     requests = [Request(t, speaker=sp, sampling=sampled(turns, 5 + i, 10 + 7 * i))
                 for i, (t, sp) in enumerate([("First of three.", "ryan"), ("The second one, longer.", "eric"),
                                              ("Third.", "serena")])]
-    together = engine.synthesize_many(requests, max_batch=3)
+    together = engine.take_many(requests, max_batch=3)
     for r, got in zip(requests, together):
-        alone = turns.synthesize(r.text, speaker=r.speaker, sampling=r.sampling)
+        alone = turns.take(Request(r.text, speaker=r.speaker, sampling=r.sampling))
         assert np.array_equal(alone.codes, got.codes) and np.array_equal(alone.audio, got.audio)
 
 
@@ -80,8 +80,8 @@ def test_in_context_cloning_overlapped_is_cut_as_offline(converted, tmp_path):
     voice = create_voice(model, wav, text=st["ref_text"])
     sampling = SamplingParams.from_model(model.info, max_frames=len(g["codes"])).greedy()
     request = dict(language=st["language"], voice=voice, sampling=sampling, streaming_text=False)
-    a = Engine(model, threads=2).synthesize(st["text"], **request)
-    b = Engine(model, threads=2, overlap=True).synthesize(st["text"], **request)
+    a = Engine(model, threads=2).take(Request(st["text"], **request))
+    b = Engine(model, threads=2, overlap=True).take(Request(st["text"], **request))
     assert np.array_equal(b.codes, g["codes"]) and np.array_equal(a.audio, b.audio)
     assert float(np.abs(b.audio - g["wav"]).max()) <= 1e-4
 
@@ -113,7 +113,7 @@ def test_generation_gives_the_decoder_half_the_cores_and_all_of_them_when_it_wai
         seen.add((policy.pool.active, engine.overlap_worker.pool.active, engine.overlap_worker.busy,
                   policy._generation_waits))
     monkeypatch.setattr(policy, "_apply", record)
-    engine.synthesize("Who has the cores now?", speaker="aiden", sampling=sampled(engine, 1, 30))
+    engine.take(Request("Who has the cores now?", speaker="aiden", sampling=sampled(engine, 1, 30)))
     assert (1, 1, True, False) in seen      # both at work: one core each
     assert any(dec == 2 and waits for _, dec, _, waits in seen)   # generation waits: the decoder has both
     assert all(gen + dec <= 2 for gen, dec, busy, waits in seen if busy and not waits)
@@ -134,15 +134,16 @@ def test_a_failed_push_ends_the_synthesis_with_its_error_and_the_engine_goes_on(
     session_type.push = failing
     engine.beside_decoder.release(session_type)   # the next stream takes this session
     with pytest.raises(RuntimeError, match="push failed"):
-        engine.synthesize("This one fails half-way.", speaker="ryan", sampling=s)
+        engine.take(Request("This one fails half-way.", speaker="ryan", sampling=s))
     assert calls["n"] == 3
-    again = engine.synthesize("This one fails half-way.", speaker="ryan", sampling=s)
-    assert np.array_equal(again.audio, turns.synthesize("This one fails half-way.", speaker="ryan", sampling=s).audio)
+    again = engine.take(Request("This one fails half-way.", speaker="ryan", sampling=s))
+    alone = turns.take(Request("This one fails half-way.", speaker="ryan", sampling=s))
+    assert np.array_equal(again.audio, alone.audio)
 
 
 def test_a_cancelled_overlapped_stream_keeps_exactly_what_was_heard(overlapped):
-    stream = overlapped.stream("A long text that would run for a while before the guard stops it.", speaker="aiden",
-                               sampling=sampled(overlapped, 1, 400))
+    stream = overlapped.open_take(Request("A long text that would run for a while before the guard stops it.",
+                                          speaker="aiden", sampling=sampled(overlapped, 1, 400)))
     first = next(stream)
     stream.cancel()
     rest = list(stream)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from kazeia.engine import Engine, SamplingParams, demo_model_path
+from kazeia.engine import Engine, Request, SamplingParams, demo_model_path
 from kazeia.engine.script.render import LocalExecutor, LineOutcome, RenderOptions, plan_render, read_manifest, render
 from kazeia.engine.script.lines import ScriptError
 
@@ -37,8 +37,8 @@ def test_forty_lines_render_to_the_files_single_synthesis_makes(engine, tmp_path
     manifest = read_manifest(tmp_path / "out")
     assert all(manifest[f"line{i:02d}"]["status"] == "done" for i in range(40))
     for i in (0, 17, 39):   # the same audio as one synthesize() call with the line's settings
-        alone = engine.synthesize(script_line(i), speaker=SPEAKERS[i % 5],
-                                  sampling=SamplingParams.from_model(engine.info, seed=i, max_frames=4 + i % 5))
+        alone = engine.take(Request(script_line(i), speaker=SPEAKERS[i % 5],
+                                    sampling=SamplingParams.from_model(engine.info, seed=i, max_frames=4 + i % 5)))
         audio, sr = soundfile.read(tmp_path / "out" / f"line{i:02d}.wav", dtype="float32")
         assert sr == 24000 and np.array_equal(audio, alone.audio)
         e = manifest[f"line{i:02d}"]

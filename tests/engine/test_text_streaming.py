@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kazeia.engine import SamplingParams
-from kazeia.engine.text.streamed_text import StreamedText
+from kazeia.engine import Request, SamplingParams
+from kazeia.engine.synthesis.prompt_stream import build_prompt
+from kazeia.engine.synthesis.requests import MAX_HOLD_MS, ONE_PROMPT
+from kazeia.engine.text.final_tokens import FinalTokens
 
 TEXTS = ["Hello! This answer arrives a few characters at a time, as a language model writes it.",
          "Numbers like 3.14159 and 2,048, a café, and 日本語 too.\nA second line."]
@@ -18,19 +20,23 @@ def sampling_of(engine, seed):
     return SamplingParams.from_model(engine.info, seed=seed)   # (sampled; the frame limit from the text)
 
 
+def whole_prompt(engine, text, seed):
+    """(the whole text's prompt, with streaming text; its sampling)."""
+    request = Request(text, speaker="vivian", sampling=sampling_of(engine, seed), streaming_text=True)
+    return build_prompt(engine, request), request.sampling
+
+
 def whole_session(engine, text, seed):
-    plan, sampling, _, _ = engine.prepare(text, speaker="vivian", sampling=sampling_of(engine, seed),
-                                          streaming_text=True)
-    return engine.open_session(plan, sampling)
+    return engine.open_session(*whole_prompt(engine, text, seed))
 
 
 class Writer:
-    """A text written into a session delta by delta (StreamedText decides which ids are final)."""
+    """A text written into a session delta by delta (FinalTokens decides which ids are final)."""
 
     def __init__(self, engine, text, seed, cuts):
         self.engine, self.text, self.seed = engine, text, seed
         self.deltas = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
-        self.streamed = StreamedText(engine._prompts.tok)
+        self.streamed = FinalTokens(engine.prompts.tok)
         self.session = None
         self.pending: list[int] = []
 
@@ -41,9 +47,10 @@ class Writer:
         if self.deltas:
             self.pending += self.streamed.push(self.deltas.pop(0))
         else:
-            self.pending += self.streamed.close() + [self.engine._prompts.text["tts_eos"]]
+            self.pending += self.streamed.close() + [self.engine.prompts.text["tts_eos"]]
         if self.session is None and self.pending:   # the prompt needs the first id
-            plan = self.engine._prompts.build("", speaker="vivian", streaming_text=True, first_ids=self.pending[:1])
+            plan = self.engine.prompts.build("", speaker="vivian", streaming_text=True,
+                                             first_ids=self.pending[:1])
             self.session = self.engine.open_session(plan, sampling_of(self.engine, self.seed), text_open=True)
             self.pending = self.pending[1:]
         if self.session is not None and self.pending:
@@ -51,9 +58,7 @@ class Writer:
             self.pending = []
         if self.streamed.closed and self.session is not None:
             whole_tokens = len(self.streamed.given)
-            plan, sampling, _, _ = self.engine.prepare(self.text, speaker="vivian",
-                                                       sampling=sampling_of(self.engine, self.seed),
-                                                       streaming_text=True)
+            plan, sampling = whole_prompt(self.engine, self.text, self.seed)
             assert plan.body_tokens == whole_tokens
             self.session.close_text(self.engine.max_frames_for(plan, sampling))
         return True
@@ -89,15 +94,15 @@ def test_a_text_written_while_it_is_spoken_gives_the_whole_texts_codes(engines, 
 def test_a_waiting_session_steps_nothing_and_a_closed_text_takes_no_more(engines):
     engine = engines("custom_voice")
     with engine.lock:
-        plan = engine._prompts.build("", speaker="vivian", streaming_text=True,
-                                     first_ids=engine._prompts.tok.encode("Hello")[:1])
+        plan = engine.prompts.build("", speaker="vivian", streaming_text=True,
+                                    first_ids=engine.prompts.tok.encode("Hello")[:1])
         session = engine.open_session(plan, sampling_of(engine, 3), text_open=True)
         engine.step([session])   # frame 0 needs no trailing text
         assert session.n_frames == 1 and session.waiting
         for _ in range(3):
             engine.step([session])
         assert session.n_frames == 1   # nothing fed, nothing made
-        session.append_text(np.asarray([engine._prompts.text["tts_eos"]], np.int32))
+        session.append_text(np.asarray([engine.prompts.text["tts_eos"]], np.int32))
         session.close_text(8)
         while not session.done:
             engine.step([session])
@@ -106,13 +111,18 @@ def test_a_waiting_session_steps_nothing_and_a_closed_text_takes_no_more(engines
             session.append_text(np.asarray([1], np.int32))
 
 
+def live(engine, speaker="vivian", **request):
+    """A live take on `engine`: its text written on as it comes (Engine.open_take, text_open)."""
+    return engine.open_take(Request("", speaker=speaker, **request), text_open=True)
+
+
 def speak_as_written(engine, written, deltas, rng, most_s, after_write=lambda: None):
     """`deltas` written into `written` by a thread at random moments (up to `most_s` apart), closed,
     while another stream shares the batch; (the audio chunks heard, the result)."""
     import threading
     import time
-    beside = engine.stream("A neighbour in the same batch.", speaker="ryan",
-                           sampling=SamplingParams.from_model(engine.info, seed=9))
+    beside = engine.open_take(Request("A neighbour in the same batch.", speaker="ryan",
+                                      sampling=SamplingParams.from_model(engine.info, seed=9)))
 
     def write() -> None:
         for delta in deltas:
@@ -130,28 +140,29 @@ def speak_as_written(engine, written, deltas, rng, most_s, after_write=lambda: N
 
 
 def test_the_engines_text_stream_speaks_the_whole_texts_audio(converted):
-    """Engine.open_text_stream: a writer thread sends deltas at random moments while another stream
-    shares the batch; the audio equals stream(whole text, streaming_text=True) bit for bit."""
+    """Engine.open_take(text_open=True): a writer thread sends deltas at random moments while another
+    stream shares the batch; the audio equals the whole text's (streaming_text=True) bit for bit."""
     from kazeia.engine import Engine, open_model
     engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=4)
     text = TEXTS[1]
     sampling = SamplingParams.from_model(engine.info, seed=5)
-    whole = engine.stream(text, speaker="vivian", sampling=sampling, streaming_text=True, one_prompt=True).wait(120)
+    whole = engine.open_take(Request(text, speaker="vivian", sampling=sampling, streaming_text=True,
+                                     plan=ONE_PROMPT)).wait(120)
     rng = np.random.default_rng(3)
     cuts = sorted(set(rng.integers(1, len(text), size=12).tolist()))
     deltas = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
-    written = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=5))
+    written = live(engine, sampling=SamplingParams.from_model(engine.info, seed=5))
     chunks, got = speak_as_written(engine, written, deltas, rng, 0.05)
     assert chunks and np.array_equal(np.concatenate([c.audio for c in chunks]), got.audio)
     assert np.array_equal(got.codes, whole.codes) and np.array_equal(got.audio, whole.audio)
     assert written.one_prompt   # (the text as written, a line break in it: the reference's prompt)
-    empty = engine.open_text_stream(speaker="vivian")
+    empty = live(engine)
     empty.write("  \n  ")
     with pytest.raises(ValueError, match="text is empty"):
         empty.close()
     empty.wait(60)   # (cancelled, if the spaces had opened a session)
     with pytest.raises(ValueError, match="speaker"):
-        engine.open_text_stream(speaker="nobody")
+        live(engine, speaker="nobody")
 
 
 def test_a_waiting_stream_has_its_frames_decoded_while_the_writer_thinks(converted):
@@ -162,18 +173,18 @@ def test_a_waiting_stream_has_its_frames_decoded_while_the_writer_thinks(convert
 
     from kazeia.engine import Engine, open_model
     engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=2)
-    written = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=2),
-                                      decode_every=64)
+    sampling = SamplingParams.from_model(engine.info, seed=2)
+    written = engine.open_take(Request("", speaker="vivian", sampling=sampling), text_open=True, decode_every=64)
     heard = []
     listener = threading.Thread(target=lambda: heard.extend(c.frames for c in written), daemon=True)
     listener.start()
     written.write("An answer that stops to think here, and")
     steps, still_since, deadline = -1, time.perf_counter(), time.perf_counter() + 60
     while time.perf_counter() - still_since < 0.5 and time.perf_counter() < deadline:   # (until it waits)
-        if engine._batcher.steps != steps:
-            steps, still_since = engine._batcher.steps, time.perf_counter()
+        if engine.shared_batcher.steps != steps:
+            steps, still_since = engine.shared_batcher.steps, time.perf_counter()
         time.sleep(0.02)
-    made = written._streams[0]._audio.frames_seen
+    made = written.streams[0].frames_made
     time.sleep(0.2)
     assert 1 < made < 64 and sum(heard) == made
     written.cancel()
@@ -186,29 +197,26 @@ LONG_ANSWER = ("Sure, here is the plan for tomorrow. [pause:300ms] We meet at 10
 
 
 def test_a_long_answer_written_as_it_is_spoken_is_the_whole_texts_take(converted):
-    """Engine.open_text_stream on an answer the long-text front end cuts into chunks (a pause tag, a
-    paragraph): each chunk begins as soon as its words are known, and the take equals
+    """A live take (Engine.open_take, text_open) of an answer the long-text front end cuts into chunks
+    (a pause tag, a paragraph): each chunk begins as soon as its words are known, and the take equals
     Engine.take(the whole text, streaming_text=True), chunks, seeds, pauses, audio, bit for bit,
     with another stream in the batch and the deltas at random moments."""
     from kazeia.engine import Engine, open_model
-    from kazeia.engine.synthesis.requests import Request
     engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=4)
     # (48 frames a chunk: each reads all its text by then; random weights would run on to the limit)
     sampling = SamplingParams.from_model(engine.info, seed=11, max_frames=48)
     whole = engine.take(Request(LONG_ANSWER, speaker="vivian", sampling=sampling, streaming_text=True))
-    whole_result = whole.wait(300)
     assert len(whole.composition.chunks) == 3
     rng = np.random.default_rng(5)
     cuts = sorted(set(rng.integers(1, len(LONG_ANSWER), size=40).tolist()))
     deltas = [" " + LONG_ANSWER[:cuts[0]]] + [LONG_ANSWER[a:b] for a, b in zip(cuts, [*cuts[1:], len(LONG_ANSWER)])]
-    written = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=11,
-                                                                                          max_frames=48))
+    written = live(engine, sampling=SamplingParams.from_model(engine.info, seed=11, max_frames=48))
     begun = []
-    chunks, got = speak_as_written(engine, written, deltas, rng, 0.03, lambda: begun.append(len(written._streams)))
+    chunks, got = speak_as_written(engine, written, deltas, rng, 0.03, lambda: begun.append(len(written.streams)))
     assert begun[-1] == 3 and written.composition.pieces == whole.composition.pieces and not written.one_prompt
-    assert [t.plan.text for t in written.takes] == [t.plan.text for t in whole.takes]
+    assert [t.plan.text for t in written.takes] == [t.plan.text for t in whole.chunks]
     assert np.array_equal(np.concatenate([c.audio for c in chunks]), got.audio)
-    assert np.array_equal(got.codes, whole_result.codes) and np.array_equal(got.audio, whole_result.audio)
+    assert np.array_equal(got.codes, whole.codes) and np.array_equal(got.audio, whole.audio)
 
 
 def test_a_held_start_waits_for_its_text_and_speaks_the_same_audio(converted):
@@ -218,26 +226,25 @@ def test_a_held_start_waits_for_its_text_and_speaks_the_same_audio(converted):
     engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=2)
     text = TEXTS[0]
     sampling = SamplingParams.from_model(engine.info, seed=4)
-    whole = engine.stream(text, speaker="vivian", sampling=sampling, streaming_text=True, one_prompt=True).wait(120)
+    whole = engine.open_take(Request(text, speaker="vivian", sampling=sampling, streaming_text=True,
+                                     plan=ONE_PROMPT)).wait(120)
     hold_ms = 800.0
     hold_tokens = hold_ms / 1000 * engine.info.frame_rate   # 10 tokens
-    held = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=4),
-                                   hold_ms=hold_ms)
-    steps, written = engine._batcher.steps, ""
+    held = live(engine, sampling=SamplingParams.from_model(engine.info, seed=4), hold_ms=hold_ms)
+    steps, written = engine.shared_batcher.steps, ""
     for word in text.split(" "):
         written += ("" if not written else " ") + word
         held.write(word if written == word else " " + word)
         if engine.count_text_tokens(written) < hold_tokens:
-            assert not held._streams and engine._batcher.steps == steps, written   # (held: nothing runs)
-    assert held._streams   # (the text held enough)
+            assert not held.streams and engine.shared_batcher.steps == steps, written   # (held: nothing runs)
+    assert held.streams   # (the text held enough)
     held.close()
     got = held.wait(120)
     assert np.array_equal(got.codes, whole.codes) and np.array_equal(got.audio, whole.audio)
-    short = engine.open_text_stream(speaker="vivian", sampling=SamplingParams.from_model(engine.info, seed=4),
-                                    hold_ms=60_000)
+    short = live(engine, sampling=SamplingParams.from_model(engine.info, seed=4), hold_ms=MAX_HOLD_MS)
     short.write("Hi there.")
-    assert not short._streams
+    assert not short.streams
     short.close()   # (the text ended: spoken though it holds less than the hold)
     assert short.wait(120).codes.shape[0] > 0
     with pytest.raises(ValueError, match="hold_ms"):
-        engine.open_text_stream(speaker="vivian", hold_ms=-1)
+        live(engine, hold_ms=-1)

@@ -9,6 +9,7 @@ import pytest
 
 from kazeia import _native
 from kazeia.engine import Engine, Request, SamplingParams, Voice, open_model
+from kazeia.engine.synthesis.requests import ONE_PROMPT
 from kazeia.engine.synthesis.prompt import PromptBuilder
 
 from support.goldens import CASES, MANIFEST, case_request
@@ -22,7 +23,7 @@ def test_prompt_and_first_logits_match_reference(engines, case, report):
     variant, text, request, g = case_request(case)
     engine = engines(variant)
     plan = PromptBuilder(engine.model).build(text, **request)
-    args = plan.arrays(engine._prompts.hidden)
+    args = plan.arrays(engine.prompts.hidden)
     embeds = engine._runner.embed(**args)
     assert embeds.shape == g["talker_prefill_embeds"].shape
     e_err = float(np.abs(embeds - g["talker_prefill_embeds"]).max())
@@ -47,7 +48,7 @@ def test_greedy_codes_and_audio_match_reference(engines, case):
     engine = engines(variant)
     frames = len(g["codes"])   # the reference ran max_new_tokens = frames + 1
     sampling = SamplingParams.from_model(engine.info, max_frames=frames).greedy()
-    result = engine.synthesize(text, sampling=sampling, **request)
+    result = engine.take(Request(text, sampling=sampling, **request))
     assert np.array_equal(result.codes, g["codes"])
     assert result.stop_reason == "limit"
     assert result.audio.shape == g["wav"].shape
@@ -66,9 +67,10 @@ def demo():
 
 def test_seeded_sampling_is_repeatable(demo):
     s = SamplingParams.from_model(demo.info, seed=7, max_frames=12)
-    a = demo.synthesize("Seeded runs repeat.", speaker="vivian", sampling=s)
-    b = demo.synthesize("Seeded runs repeat.", speaker="vivian", sampling=s)
-    c = demo.synthesize("Seeded runs repeat.", speaker="vivian", sampling=SamplingParams.from_model(demo.info, seed=8, max_frames=12))
+    a = demo.take(Request("Seeded runs repeat.", speaker="vivian", sampling=s))
+    b = demo.take(Request("Seeded runs repeat.", speaker="vivian", sampling=s))
+    c = demo.take(Request("Seeded runs repeat.", speaker="vivian",
+                          sampling=SamplingParams.from_model(demo.info, seed=8, max_frames=12)))
     assert np.array_equal(a.codes, b.codes) and np.array_equal(a.audio, b.audio)
     assert not np.array_equal(a.codes, c.codes)
     assert a.codes.shape == (12, 16) and a.audio.shape == (12 * 1920,)
@@ -79,9 +81,9 @@ def test_one_launch_code_predictor_samples_like_the_step_path(demo, top_k):
     """In-graph Gumbel-max over top-k with host-drawn noise = the host sampler, code for code."""
     s = SamplingParams.from_model(demo.info, seed=11, max_frames=8, cp_top_k=top_k, cp_temperature=0.7)
     demo.cp_single_launch = True
-    one = demo.synthesize("One launch per frame.", speaker="eric", sampling=s)
+    one = demo.take(Request("One launch per frame.", speaker="eric", sampling=s))
     demo.cp_single_launch = False
-    steps = demo.synthesize("One launch per frame.", speaker="eric", sampling=s)
+    steps = demo.take(Request("One launch per frame.", speaker="eric", sampling=s))
     demo.cp_single_launch = True
     assert np.array_equal(one.codes, steps.codes)
     assert len(np.unique(one.codes[:, 1:])) > 8   # really sampled, not constant
@@ -94,13 +96,13 @@ def test_persistent_talker_step_matches_the_rebuilt_graph(demo):
     text = "One graph for every step."
     try:
         demo.talker_persistent = False
-        rebuilt = demo.synthesize(text, speaker="vivian", sampling=greedy)
+        rebuilt = demo.take(Request(text, speaker="vivian", sampling=greedy))
     finally:
         demo.talker_persistent = True
-    persistent = demo.synthesize(text, speaker="vivian", sampling=greedy)
+    persistent = demo.take(Request(text, speaker="vivian", sampling=greedy))
     assert len(persistent.codes) == 300 and np.array_equal(persistent.codes, rebuilt.codes)
-    plan = demo._prompts.build(text, speaker="vivian")
-    args = dict(plan.arrays(demo._prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
+    plan = demo.prompts.build(text, speaker="vivian")
+    args = dict(plan.arrays(demo.prompts.hidden), trailing_text_ids=np.asarray(plan.trailing_text_ids, np.int32),
                 codes=rebuilt.codes[:3], max_frames=300)
     la, ha = demo._runner.teacher_forced(**args, talker_persistent=False)
     lb, hb = demo._runner.teacher_forced(**args, talker_persistent=True)
@@ -111,8 +113,8 @@ def test_persistent_talker_step_matches_the_rebuilt_graph(demo):
 @pytest.mark.arm64
 def test_stream_matches_synthesize_and_reports_timings(demo):
     s = SamplingParams.from_model(demo.info, seed=3, max_frames=10)
-    full = demo.synthesize("Streaming gives the same audio.", speaker="ryan", sampling=s)
-    stream = demo.stream("Streaming gives the same audio.", speaker="ryan", sampling=s)
+    full = demo.take(Request("Streaming gives the same audio.", speaker="ryan", sampling=s))
+    stream = demo.open_take(Request("Streaming gives the same audio.", speaker="ryan", sampling=s))
     chunks = list(stream)
     # the first frame alone (time to first audio), then 4 per decoder launch, the rest at the end
     assert [(c.first_frame, c.frames) for c in chunks] == [(0, 1), (1, 4), (5, 4), (9, 1)]
@@ -133,14 +135,14 @@ def test_a_reused_kv_cache_gives_what_a_new_one_gives(demo):
     zeroed as they come into use. After a longer utterance, a shorter one on the reused cache equals
     the same request on a new engine, bit for bit, and so does a request after a batch."""
     short = SamplingParams.from_model(demo.info, seed=7, max_frames=12)
-    fresh = demo_engine().synthesize("After a longer one.", speaker="vivian", sampling=short)
-    demo.synthesize("A longer utterance first, to fill the cache with keys and values further on.",
-                    speaker="vivian", sampling=SamplingParams.from_model(demo.info, seed=5, max_frames=90))
-    again = demo.synthesize("After a longer one.", speaker="vivian", sampling=short)
+    fresh = demo_engine().take(Request("After a longer one.", speaker="vivian", sampling=short))
+    demo.take(Request("A longer utterance first, to fill the cache with keys and values further on.",
+                      speaker="vivian", sampling=SamplingParams.from_model(demo.info, seed=5, max_frames=90)))
+    again = demo.take(Request("After a longer one.", speaker="vivian", sampling=short))
     assert np.array_equal(again.codes, fresh.codes) and np.array_equal(again.audio, fresh.audio)
-    demo.synthesize_many([Request(f"Batch line {i}.", speaker="ryan", sampling=SamplingParams.from_model(
+    demo.take_many([Request(f"Batch line {i}.", speaker="ryan", sampling=SamplingParams.from_model(
         demo.info, seed=i, max_frames=20 + 10 * i)) for i in range(3)], max_batch=3)
-    after = demo.synthesize("After a longer one.", speaker="vivian", sampling=short)
+    after = demo.take(Request("After a longer one.", speaker="vivian", sampling=short))
     assert np.array_equal(after.codes, fresh.codes) and np.array_equal(after.audio, fresh.audio)
 
 
@@ -157,7 +159,7 @@ def test_warm_up_runs_on_every_variant_and_changes_no_result(converted, variant)
     sampling = SamplingParams.from_model(warmed.info, seed=3, max_frames=10)
     runs = []
     for engine in (warmed, fresh):
-        stream = engine.stream(text, sampling=sampling, **request)
+        stream = engine.open_take(Request(text, sampling=sampling, **request))
         audio = np.concatenate([chunk.audio for chunk in stream])
         runs.append((stream.result.codes, audio))
     assert np.array_equal(runs[0][0], runs[1][0]) and np.array_equal(runs[0][1], runs[1][1])
@@ -170,33 +172,36 @@ def test_consecutive_streams_reuse_one_decoder_session():
     s = SamplingParams.from_model(demo.info, seed=3, max_frames=12)
     idle, audio = [], []
     for text in ("Another utterance first, longer than the next.", "Reused decoder.", "Reused decoder."):
-        audio.append(np.concatenate([c.audio for c in demo.stream(text, speaker="vivian", sampling=s)]))
+        stream = demo.open_take(Request(text, speaker="vivian", sampling=s))
+        audio.append(np.concatenate([c.audio for c in stream]))
         idle.append(list(demo.decoder._idle))   # what the finished stream handed back
     assert len(idle[0]) == 1 and idle[0] == idle[1] == idle[2] and idle[0][0] is idle[2][0]
     assert np.array_equal(audio[1], audio[2])
-    assert np.array_equal(audio[2], demo.synthesize("Reused decoder.", speaker="vivian", sampling=s).audio)
-    stream = demo.stream("Stopped early.", speaker="vivian", sampling=SamplingParams.from_model(demo.info, seed=1, max_frames=200))
+    assert np.array_equal(audio[2], demo.take(Request("Reused decoder.", speaker="vivian", sampling=s)).audio)
+    stream = demo.open_take(Request("Stopped early.", speaker="vivian",
+                                    sampling=SamplingParams.from_model(demo.info, seed=1, max_frames=200)))
     next(iter(stream))
     stream.cancel()
     list(stream)
     assert demo.decoder._idle == idle[0]
-    assert np.array_equal(np.concatenate([c.audio for c in demo.stream("Reused decoder.", speaker="vivian", sampling=s)]),
-                          audio[2])
+    again = demo.open_take(Request("Reused decoder.", speaker="vivian", sampling=s))
+    assert np.array_equal(np.concatenate([c.audio for c in again]), audio[2])
 
 
 def test_stream_decodes_every_frame_on_request(demo):
     s = SamplingParams.from_model(demo.info, seed=3, max_frames=6)
-    full = demo.synthesize("Streaming gives the same audio.", speaker="ryan", sampling=s)
-    chunks = list(demo.stream("Streaming gives the same audio.", speaker="ryan", sampling=s, decode_every=1))
+    full = demo.take(Request("Streaming gives the same audio.", speaker="ryan", sampling=s))
+    chunks = list(demo.open_take(Request("Streaming gives the same audio.", speaker="ryan", sampling=s),
+                                 decode_every=1))
     assert [(c.first_frame, c.frames) for c in chunks] == [(i, 1) for i in range(6)]
     assert np.array_equal(np.concatenate([c.audio for c in chunks]), full.audio)
     with pytest.raises(ValueError, match="decode_every"):
-        demo.stream("x", speaker="ryan", decode_every=0)
+        demo.open_take(Request("x", speaker="ryan"), decode_every=0)
 
 
 def test_cancel_stops_within_a_frame(demo):
-    stream = demo.stream("A long text that would run for a while before the guard stops it.", speaker="aiden",
-                         sampling=SamplingParams.from_model(demo.info, max_frames=400))
+    stream = demo.open_take(Request("A long text that would run for a while before the guard stops it.",
+                                    speaker="aiden", sampling=SamplingParams.from_model(demo.info, max_frames=400)))
     first = next(stream)
     made_before_cancel = len(stream._codes)   # frames the worker had already finished
     stream.cancel()
@@ -221,8 +226,8 @@ def test_gil_is_released_during_synthesis(demo):
             stop.wait(0.001)
     t = threading.Thread(target=count)
     t.start()
-    demo.synthesize("The interpreter keeps running meanwhile.", speaker="serena",
-                    sampling=SamplingParams.from_model(demo.info, max_frames=60))
+    demo.take(Request("The interpreter keeps running meanwhile.", speaker="serena",
+                      sampling=SamplingParams.from_model(demo.info, max_frames=60)))
     stop.set()
     t.join()
     # holding the GIL through native work would allow at most a tick before and after
@@ -230,39 +235,39 @@ def test_gil_is_released_during_synthesis(demo):
 
 
 def test_runaway_guard(demo):
-    plan = demo._prompts.build("Short.", speaker="vivian")
+    plan = demo.prompts.build("Short.", speaker="vivian")
     default = demo.max_frames_for(plan, SamplingParams())
     assert default >= 100 + 16 * plan.body_tokens - 1
     assert demo.max_frames_for(plan, SamplingParams(max_frames=5)) == 5
-    r = demo.synthesize("Short.", speaker="vivian", sampling=SamplingParams(max_frames=5))
+    r = demo.take(Request("Short.", speaker="vivian", sampling=SamplingParams(max_frames=5)))
     assert r.stop_reason == "limit" and len(r.codes) == 5
 
 
 def test_clear_errors(demo, engines):
     with pytest.raises(ValueError, match="unknown speaker 'bob'; choose one of: serena"):
-        demo.synthesize("hi", speaker="bob")
+        demo.take(Request("hi", speaker="bob"))
     with pytest.raises(ValueError, match="unknown language 'elvish'; choose one of: auto, chinese"):
-        demo.synthesize("hi", speaker="vivian", language="elvish")
+        demo.take(Request("hi", speaker="vivian", language="elvish"))
     with pytest.raises(ValueError, match="text is empty"):
-        demo.synthesize("   ", speaker="vivian")
+        demo.take(Request("   ", speaker="vivian"))
     with pytest.raises(ValueError, match="needs a speaker"):
-        demo.synthesize("hi")
+        demo.take(Request("hi"))
     with pytest.raises(ValueError, match="voice profiles need a Base model"):
-        demo.synthesize("hi", speaker="vivian", voice=Voice(np.zeros(64, np.float32)))
+        demo.take(Request("hi", speaker="vivian", voice=Voice(np.zeros(64, np.float32))))
     with pytest.raises(ValueError, match="temperature must be positive"):
-        demo.synthesize("hi", speaker="vivian", sampling=SamplingParams(temperature=0))
+        demo.take(Request("hi", speaker="vivian", sampling=SamplingParams(temperature=0)))
     vd = engines("voice_design")
     with pytest.raises(ValueError, match="no named speakers"):
-        vd.synthesize("hi", speaker="vivian", instruct="calm")
+        vd.take(Request("hi", speaker="vivian", instruct="calm"))
     with pytest.raises(ValueError, match="needs an instruction"):
-        vd.synthesize("hi")
-    with pytest.raises(ValueError, match="text too long"):   # (without one_prompt it is split into chunks)
-        demo.synthesize("word " * 20000, speaker="vivian", one_prompt=True)
+        vd.take(Request("hi"))
+    with pytest.raises(ValueError, match="text too long"):   # (planned as it comes it is split into chunks)
+        demo.take(Request("word " * 20000, speaker="vivian", plan=ONE_PROMPT))
     base = engines("base")
     with pytest.raises(ValueError, match="cloned voice"):
-        base.synthesize("hi")
+        base.take(Request("hi"))
     with pytest.raises(ValueError, match="x-vector has 3 values"):
-        base.synthesize("hi", voice=Voice(np.zeros(3, np.float32)))
+        base.take(Request("hi", voice=Voice(np.zeros(3, np.float32))))
 
 
 def test_sampler_follows_the_warpers():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from kazeia.engine import Engine, SamplingParams, create_voice, load_voice, open_model, save_voice
+from kazeia.engine import Engine, Request, SamplingParams, create_voice, load_voice, open_model, save_voice
 from kazeia.engine.voices.voice import check_reference_audio, log_mel, speaker_embedding
 
 from support.commands import kazeia
@@ -40,8 +40,8 @@ def test_profile_round_trip_gives_reference_codes(converted, tmp_path):
     sampling = SamplingParams.from_model(model.info, max_frames=len(XVEC["codes"])).greedy()
     from support.goldens import MANIFEST
     st = MANIFEST["cases"]["base_xvec_stream"]["settings"]
-    result = engine.synthesize(st["text"], language=st["language"], voice=loaded, sampling=sampling,
-                               streaming_text=not st["non_streaming_mode"])
+    result = engine.take(Request(st["text"], language=st["language"], voice=loaded, sampling=sampling,
+                                 streaming_text=not st["non_streaming_mode"]))
     # 24-bit FLAC rounding of the reference audio moves the x-vector by ~1e-6: the codes stay put
     assert np.array_equal(result.codes, XVEC["codes"])
 
@@ -129,8 +129,8 @@ def test_in_context_profile_gives_reference_codes(converted, tmp_path, case):
     assert voice.ref_text == st["ref_text"] and np.array_equal(voice.ref_codes, g["ref_code"])
     engine = Engine(model, threads=2)
     sampling = SamplingParams.from_model(model.info, max_frames=len(g["codes"])).greedy()
-    result = engine.synthesize(st["text"], language=st["language"], voice=voice, sampling=sampling,
-                               streaming_text=not st["non_streaming_mode"])
+    result = engine.take(Request(st["text"], language=st["language"], voice=voice, sampling=sampling,
+                                 streaming_text=not st["non_streaming_mode"]))
     assert np.array_equal(result.codes, g["codes"])
     assert float(np.abs(result.audio - g["wav"]).max()) <= 1e-4
 

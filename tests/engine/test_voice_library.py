@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from kazeia.engine import Engine, SamplingParams, load_voice, open_model
+from kazeia.engine import Engine, Request, SamplingParams, load_voice, open_model
 from kazeia.engine.audio_io import write_audio
 from kazeia.engine.voices.keep_voice import keep_voice, read_take, reference_from_take, speaker_similarity
 from kazeia.engine.voices.voice_library import INDEX, VoiceLibrary
@@ -29,7 +29,7 @@ def designed_take(converted):
     """A VoiceDesign take (tiny random checkpoint: its audio is noise-like, but it is the take's audio)."""
     engine = Engine(open_model(converted("voice_design")), threads=2)
     sampling = SamplingParams.from_model(engine.info, seed=3, max_frames=40)
-    result = engine.synthesize(TEXT, instruct=DESIGN, language="english", sampling=sampling)
+    result = engine.take(Request(TEXT, instruct=DESIGN, language="english", sampling=sampling))
     record = {"id": "t1", "text": TEXT, "model": str(converted("voice_design")),
               "request": {"instruct": DESIGN, "language": "english"}, "sampling": {"seed": 3}}
     return result.audio, record
@@ -38,7 +38,7 @@ def designed_take(converted):
 def _codes(base, voice, seed=7):
     engine = Engine(base, threads=2)
     sampling = SamplingParams.from_model(base.info, seed=seed, max_frames=12)
-    return engine.synthesize("Any new text at all.", voice=voice, sampling=sampling)
+    return engine.take(Request("Any new text at all.", voice=voice, sampling=sampling))
 
 
 def test_a_designed_voice_kept_equals_voice_create_of_the_same_audio(converted, designed_take, tmp_path, report):

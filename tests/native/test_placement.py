@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kazeia import _native
-from kazeia.engine import Engine, SamplingParams, open_model
+from kazeia.engine import Engine, Request, SamplingParams, open_model
 from kazeia.engine.synthesis import placement as placements
 from kazeia.engine.accuracy import decoder_snr_db, logit_divergence
 from kazeia.engine.synthesis.placement import mode_status, resolve, silent_cpu_stages, where_it_ran
@@ -93,10 +93,10 @@ def test_scheduler_over_the_cpu_alone_matches_cpu(converted, case, report, monke
     model = open_model(converted(variant, "f32"))
     engine = Engine(model, threads=2)
     sampling = SamplingParams.from_model(model.info, max_frames=len(g["codes"])).greedy()
-    cpu = engine.synthesize(text, sampling=sampling, **request)
+    cpu = engine.take(Request(text, sampling=sampling, **request))
     engine.set_placement("accel-sched")
     assert engine.model is model and engine.placement["decoder"] == "accel-sched"   # no reload
-    sched = engine.synthesize(text, sampling=sampling, **request)
+    sched = engine.take(Request(text, sampling=sampling, **request))
     assert np.array_equal(sched.codes, cpu.codes) and np.array_equal(sched.codes, g["codes"])
     err = float(np.abs(sched.audio - cpu.audio).max())
     assert err <= 1e-5
@@ -104,7 +104,7 @@ def test_scheduler_over_the_cpu_alone_matches_cpu(converted, case, report, monke
     assert {r["stage"] for r in reports} == {"talker", "code_predictor", "decoder"}
     assert all(set(r["ops"]) == {"CPU"} and r["scheduled"] and not r["device"] and not r["fallbacks"] for r in reports)
     engine.set_placement({"talker": "cpu", "code_predictor": "accel-sched", "decoder": "cpu"})
-    mixed = engine.synthesize(text, sampling=sampling, **request)
+    mixed = engine.take(Request(text, sampling=sampling, **request))
     assert np.array_equal(mixed.codes, cpu.codes)
     t_cpu, t_sched = cpu.timings, sched.timings
     report(f"placement {case}: cpu talker/cp/decoder {t_cpu.mean_ms('talker'):.2f}/{t_cpu.mean_ms('code_predictor'):.2f}/"
@@ -115,7 +115,7 @@ def test_scheduler_over_the_cpu_alone_matches_cpu(converted, case, report, monke
 def test_cpu_placement_reports_every_launch_on_the_cpu(golden_engine):
     engine, text, request, g, sampling = golden_engine
     engine.set_placement("cpu")
-    engine.synthesize(text, sampling=sampling, **request)
+    engine.take(Request(text, sampling=sampling, **request))
     reports = {(r["stage"], r["launch"]): r for r in engine.placement_report()}
     assert {("talker", "prefill"), ("talker", "step"), ("code_predictor", "frame"), ("decoder", "chunk")} <= set(reports)
     for r in reports.values():
@@ -141,13 +141,13 @@ def test_accel_weights_path_matches_cpu(converted, monkeypatch):
     model = open_model(converted(variant, "f32"))
     engine = Engine(model, threads=2)
     sampling = SamplingParams.from_model(model.info, max_frames=len(g["codes"])).greedy()
-    cpu = engine.synthesize(text, sampling=sampling, **request)
+    cpu = engine.take(Request(text, sampling=sampling, **request))
     real = _native.devices()
     stand_in = {**real[-1], "name": "StandInNPU", "type": "accel", "host_buffer_type": "CPU"}
     monkeypatch.setattr(_native, "devices", lambda: [stand_in, *real])
     engine.set_placement({"talker": "accel-weights", "code_predictor": "accel-weights", "decoder": "accel-weights"})
     assert engine.model is model   # no reload
-    copied = engine.synthesize(text, sampling=sampling, **request)
+    copied = engine.take(Request(text, sampling=sampling, **request))
     assert np.array_equal(copied.codes, cpu.codes) and np.array_equal(copied.audio, cpu.audio)
     with pytest.raises(ValueError, match="no buffer type named 'NPU9_Host'"):
         _native.TtsWeights(model.native, talker_weights_buffer="NPU9_Host")
@@ -159,9 +159,9 @@ def test_accel_weights_path_matches_cpu(converted, monkeypatch):
 def test_accel_weights_on_the_accelerator_is_bit_identical(golden_engine):
     engine, text, request, g, sampling = golden_engine
     engine.set_placement("cpu")
-    cpu = engine.synthesize(text, sampling=sampling, **request)
+    cpu = engine.take(Request(text, sampling=sampling, **request))
     engine.set_placement("accel-weights")
-    on_accel = engine.synthesize(text, sampling=sampling, **request)
+    on_accel = engine.take(Request(text, sampling=sampling, **request))
     assert np.array_equal(on_accel.codes, cpu.codes) and np.array_equal(on_accel.audio, cpu.audio)
     assert all(set(r["ops"]) == {"CPU"} for r in engine.placement_report())   # computed by the CPU
 
@@ -179,7 +179,7 @@ def test_accel_sched_runs_every_op_on_the_accelerator_within_tolerance(golden_en
     ref = Engine(engine.model, threads=2)   # the CPU engine to compare against, same file
     engine.set_placement("accel-sched")
     assert engine.model is ref.model   # switching modes never reloads the file
-    result = engine.synthesize(text, sampling=sampling, **request)
+    result = engine.take(Request(text, sampling=sampling, **request))
     assert len(result.codes) > 0 and np.isfinite(result.audio).all()
     reports = engine.placement_report()
     assert {r["stage"] for r in reports} == {"talker", "code_predictor", "decoder"}

@@ -19,7 +19,7 @@ _ROLE_TOKENS, _END_TOKENS = 3, 5
 _HELD_PIECES = 2   # the last piece may grow; the one before it may still take the next one's space
 
 
-class StreamedText:
+class FinalTokens:
     def __init__(self, tokenizer: TextTokenizer):
         self._tok = tokenizer
         self._split = _split(SPLITS[tokenizer.split])
@@ -41,7 +41,7 @@ class StreamedText:
         return self._hand_out(self._tok.encode(_BEFORE + stable)[_ROLE_TOKENS:])
 
     def offer(self, known: str, ahead: str) -> list[int]:
-        """For a text whose end is not decided yet (a live take's chunk, engine/synthesis/streamed_take.py):
+        """For a text whose end is not decided yet (a live take's chunk, engine/synthesis/live_take.py):
         it is `known` (which starts with what was known before), ended there or going on as `ahead`
         goes, ending anywhere in it or after it. Returns the ids final in every one of those."""
         if self.closed:
@@ -88,7 +88,7 @@ class StreamedText:
 
     def _hand_out(self, ids: list[int]) -> list[int]:
         n = len(self._given)
-        if ids[:n] != self._given:   # (never: tests/text/test_streamed_text.py; a bug if it ever is)
+        if ids[:n] != self._given:   # (never: tests/text/test_final_tokens.py; a bug if it ever is)
             raise RuntimeError(f"streamed text changed tokens already spoken at {self.text!r}")
         new = ids[n:]
         self._given.extend(new)

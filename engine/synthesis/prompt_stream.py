@@ -1,6 +1,8 @@
-"""One synthesis as a stream of audio chunks. Frames come from a runner (the stream's own thread or
-the engine's batch worker) through the runner's side of the stream: `open_session`, `on_frame`,
-`finish`, `fail`; the consumer iterates the chunks, cancels, or waits for the result."""
+"""One prompt's audio as its frames are made (PromptStream), and the prompt itself: a request built
+into one prompt and checked (build_prompt) and started as a stream (open_prompt). Frames come from a
+runner (the stream's own thread or the engine's batch worker) through the runner's side of the
+stream: `open_session`, `on_frame`, `finish`, `fail`; the consumer iterates the chunks, cancels, or
+waits for the result."""
 from __future__ import annotations
 
 import queue
@@ -11,45 +13,67 @@ from typing import TYPE_CHECKING, Iterator, Protocol
 
 import numpy as np
 
-from .requests import Chunk, Result, SamplingParams, Timings
+from .requests import MAX_TEXT_TOKENS, Chunk, Request, Result, SamplingParams, Timings
 
 if TYPE_CHECKING:
-    from ..model_files.model_file import ModelInfo
-    from .overlap import DecoderWorker
-    from .prompt import PromptPlan
-    from .speech_decoder import SpeechDecoder
-    from .threads import ThreadPolicy
+    from .host import TakeHost
+    from .prompt import PromptPlan, Voice
 
+DECODE_EVERY = 4           # frames per streaming decoder launch after the first (320 ms of audio)
 _DONE = object()
 
 
-class StreamHost(Protocol):
-    """What a stream needs of the engine that made it (kazeia.engine.Engine)."""
-    lock: threading.Lock             # held while frames are made or the placement changes
-    thread_policy: "ThreadPolicy"
-    decoder: "SpeechDecoder"
-    overlap_worker: "DecoderWorker | None"   # decoding beside generation (engine/synthesis/overlap.py), or None
-    beside_decoder: "SpeechDecoder"          # the decoder on that worker's pool
-    info: "ModelInfo"
+def build_prompt(host: "TakeHost", request: Request) -> "PromptPlan":
+    """`request`'s text, as written, built into one prompt (its sampling given) and checked:
+    ValueError names what the model refuses (speaker, voice, language, an empty text, a text too long
+    for one prompt, prompt and frame limit beyond the model's positions)."""
+    plan = host.prompts.build(request.text, speaker=request.speaker, language=request.language,
+                              instruct=request.instruct, voice=request.voice, streaming_text=request.streaming_text)
+    if plan.body_tokens > MAX_TEXT_TOKENS:
+        raise ValueError(f"text too long: {plan.body_tokens} tokens in one request (at most {MAX_TEXT_TOKENS}, "
+                         "several minutes of speech); the engine's plan can split a text of any length into "
+                         "chunks unless asked for one prompt")
+    positions = len(plan) + host.max_frames_for(plan, request.sampling) + 1
+    limit = host.info.hparams["talker"]["max_position_embeddings"]
+    if positions > limit:
+        raise ValueError(f"prompt and frame limit need {positions} positions; the model handles "
+                         f"{limit}: shorten the text or max_frames")
+    return plan
 
-    def open_session(self, plan: "PromptPlan", sampling: SamplingParams, text_open: bool = False): ...
-    def generate_frames(self, plan: "PromptPlan", sampling: SamplingParams, on_frame) -> dict: ...
-    def report_held(self) -> list[dict]: ...
+
+def open_prompt(host: "TakeHost", request: Request, batcher: "StreamRunner | None" = None,
+                decode_every: int = DECODE_EVERY, follows: bool = False) -> "PromptStream":
+    """`request` (its sampling given) as one prompt's stream, started: on `batcher`, else on a thread
+    of its own; `follows`: a later chunk of a take (PromptStream.follows)."""
+    start = time.perf_counter()
+    plan = build_prompt(host, request)
+    timings = Timings(tokenize_ms=1000 * (time.perf_counter() - start), frame_seconds=1 / host.info.frame_rate)
+    return PromptStream(host, plan, request.sampling, timings, start, icl_codes(request.voice), decode_every,
+                        batcher=batcher, follows=follows)
+
+
+def icl_codes(voice: "Voice | None") -> np.ndarray | None:
+    """The reference codes an in-context voice's decoder hears first (None for any other voice)."""
+    if voice is None or voice.ref_codes is None:
+        return None
+    return np.asarray(voice.ref_codes, np.int32)
 
 
 class StreamRunner(Protocol):
     """Runs streams given it, frame by frame, through their runner's side (batch.Batcher)."""
 
-    def submit(self, stream: "AudioStream") -> None: ...
+    def submit(self, stream: "PromptStream") -> None: ...
 
 
-class AudioStream:
-    """Iterator of Chunk. Generation runs on a worker thread with the GIL released: its own, or the
-    engine's batch worker (Engine(max_batch=N): several streams advance together)."""
+class PromptStream:
+    """Iterator of Chunk: one prompt's audio as its frames are made. Generation runs on a worker
+    thread with the GIL released: its own, or a batch worker (Engine(max_batch=N): several streams
+    advance together)."""
 
-    def __init__(self, host: StreamHost, plan: "PromptPlan", sampling: SamplingParams, timings: Timings, start: float,
-                 prime_codes: np.ndarray | None = None, decode_every: int = 1, batcher: StreamRunner | None = None,
-                 feed=None, follows: bool = False, after: "AudioStream | None" = None):
+    def __init__(self, host: "TakeHost", plan: "PromptPlan", sampling: SamplingParams, timings: Timings,
+                 start: float, prime_codes: np.ndarray | None = None, decode_every: int = 1,
+                 batcher: StreamRunner | None = None, feed=None, follows: bool = False,
+                 after: "PromptStream | None" = None):
         self._host = host
         self.feed = feed   # batch.TextFeed: the text is still being written (only through a batcher)
         # a later chunk of a take: its audio is needed only once the chunk before it has played, so a
@@ -84,7 +108,7 @@ class AudioStream:
         # in-context cloning: the decoder hears the reference codes first (their audio is dropped;
         # the reference cuts int(ref / total * samples), which can keep one more sample: see docs/speaking.md)
         self._prime_codes = prime_codes
-        self.prime_audio: np.ndarray | None = None   # theirs, decoded (Engine.synthesize cuts as offline)
+        self.prime_audio: np.ndarray | None = None   # theirs, decoded (whole_prompt cuts as offline)
         self._thread: threading.Thread | None = None
         if batcher is not None:
             batcher.submit(self)
@@ -308,7 +332,7 @@ class AudioStream:
             raise self.error
         return self.result
 
-    def __enter__(self) -> "AudioStream":
+    def __enter__(self) -> "PromptStream":
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,51 +1,44 @@
-"""Speech of a text still being written (a language model's answer, an operator typing): one
-utterance, fed as the text arrives. write() each delta, close() at the end; iterate for audio chunks
-as for Engine.stream. The text's final tokens (text.streamed_text) go to a native session opened with
-the first of them; when it has read all there is it waits on the batch worker, stepping nothing, so
-it holds no other session back. The codes and audio are those of the whole text given at once with
-streaming text, bit for bit, whatever the split and timing of the deltas."""
+"""One prompt whose text is still arriving (a chunk of a live take: live_take.py): one utterance, fed
+as the text arrives. write() each delta (or offer() what is known of it), close() at the end; iterate
+for audio chunks as for a PromptStream. The text's final tokens (text.final_tokens) go to a native
+session opened with the first of them; when it has read all there is it waits on the host's batch
+worker, stepping nothing, so it holds no other session back. The codes and audio are those of the
+whole text given at once with streaming text, bit for bit, whatever the split and timing of the
+deltas."""
 from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Iterator, Protocol
+from typing import TYPE_CHECKING, Iterator
 
-from .audio_stream import AudioStream, StreamHost
-from .batch import Batcher, TextFeed
-from .requests import Chunk, Result, SamplingParams, Timings
-from ..text.streamed_text import StreamedText
+from .batch import TextFeed
+from .prompt_stream import PromptStream
+from .requests import MAX_TEXT_TOKENS, Chunk, Result, SamplingParams, Timings
+from ..text.final_tokens import FinalTokens
 
 if TYPE_CHECKING:
-    from .prompt import PromptBuilder, PromptPlan, Voice
+    from .host import TakeHost
+    from .prompt import Voice
 
 
-class TextStreamHost(StreamHost, Protocol):
-    """What a text stream needs of the engine (kazeia.engine.Engine), beyond an audio stream's."""
-    _prompts: "PromptBuilder"
-    _batcher: Batcher
-
-    def max_frames_for(self, plan: "PromptPlan", sampling: SamplingParams, body_tokens: int | None = None) -> int: ...
-
-
-class TextStream:
-    def __init__(self, engine: TextStreamHost, *, speaker: str | None, language: str | None, instruct: str | None,
-                 voice: "Voice | None", sampling: SamplingParams | None, decode_every: int, max_tokens: int,
-                 after: "TextStream | None" = None):
+class OpenPromptStream:
+    def __init__(self, engine: "TakeHost", *, speaker: str | None, language: str | None, instruct: str | None,
+                 voice: "Voice | None", sampling: SamplingParams | None, decode_every: int,
+                 after: "OpenPromptStream | None" = None):
         self._engine = engine
-        self._after = after   # the chunk before this one in a take: this one is made after it (AudioStream.after)
+        self._after = after   # the chunk before this one in a take: this one is made after it (PromptStream.after)
         self._voice = dict(speaker=speaker, language=language, instruct=instruct, voice=voice)
         self._sampling = sampling or SamplingParams.from_model(engine.info)
         self._sampling.validate()
         self._decode_every = decode_every
-        self._max_tokens = max_tokens   # (the engine's limit for one prompt)
-        prompts = engine._prompts
+        prompts = engine.prompts
         self._eos = prompts.text["tts_eos"]
         # the request checked now (speaker, voice, language), not at the first word
         prompts.build("", **self._voice, streaming_text=True, first_ids=[self._eos])
-        self._text = StreamedText(prompts.tok)
-        self._feed = TextFeed(engine._batcher.wake)
+        self._text = FinalTokens(prompts.tok)
+        self._feed = TextFeed(engine.shared_batcher.wake)
         self._lock = threading.Lock()
-        self._audio: AudioStream | None = None
+        self._audio: PromptStream | None = None
         self._started = threading.Event()   # the audio stream exists (or the text closed without one)
         self._start = 0.0
 
@@ -56,7 +49,7 @@ class TextStream:
 
     def offer(self, known: str, ahead: str) -> None:
         """For a text whose end is not decided yet (a chunk of a live take): it is `known`, ended
-        there or going on as `ahead` goes (StreamedText.offer); close(text) gives all of it."""
+        there or going on as `ahead` goes (FinalTokens.offer); close(text) gives all of it."""
         with self._lock:
             self._send(self._text.offer(known, ahead))
 
@@ -68,7 +61,7 @@ class TextStream:
             if not self._text.text.strip():   # (as a whole text: refused, and nothing is spoken)
                 if self._audio is not None:
                     self._audio.cancel()
-                    self._engine._batcher.wake()
+                    self._engine.shared_batcher.wake()
                 self._started.set()
                 raise ValueError("text is empty")
             self._send(ids + [self._eos])
@@ -79,12 +72,18 @@ class TextStream:
         with self._lock:
             if self._audio is not None:
                 self._audio.cancel()
-                self._engine._batcher.wake()
+                self._engine.shared_batcher.wake()
             self._started.set()
 
     @property
     def text(self) -> str:
         return self._text.text
+
+    @property
+    def frames_made(self) -> int:
+        """Frames its session has made so far (0 before it starts)."""
+        audio = self._audio
+        return 0 if audio is None else audio.frames_seen
 
     def unread(self) -> int:
         """Text ids given to the model that it has not read yet (it reads one a frame), while the text
@@ -97,24 +96,24 @@ class TextStream:
     def _send(self, ids: list[int]) -> None:
         if not self._start:
             self._start = time.perf_counter()   # (time to first audio counts from the first text, by any call)
-        if len(self._text.given) > self._max_tokens:
-            raise ValueError(f"text too long for one utterance: over {self._max_tokens} tokens")
+        if len(self._text.given) > MAX_TEXT_TOKENS:
+            raise ValueError(f"text too long for one utterance: over {MAX_TEXT_TOKENS} tokens")
         if self._audio is None:
             if not ids:
                 return
-            plan = self._engine._prompts.build("", **self._voice, streaming_text=True, first_ids=ids[:1])
+            plan = self._engine.prompts.build("", **self._voice, streaming_text=True, first_ids=ids[:1])
             self._audio_plan = plan
             timings = Timings(frame_seconds=1 / self._engine.info.frame_rate)
-            self._audio = AudioStream(self._engine, plan, self._sampling, timings, self._start, None,
-                                      self._decode_every, batcher=self._engine._batcher, feed=self._feed,
-                                      follows=self._after is not None,
-                                      after=self._after._audio if self._after is not None else None)
+            self._audio = PromptStream(self._engine, plan, self._sampling, timings, self._start, None,
+                                       self._decode_every, batcher=self._engine.shared_batcher, feed=self._feed,
+                                       follows=self._after is not None,
+                                       after=self._after._audio if self._after is not None else None)
             self._started.set()
             ids = ids[1:]
         self._feed.add(ids)
 
-    # ---- the listener's side (as AudioStream) ----------------------------------------------------
-    def _stream(self) -> AudioStream | None:
+    # ---- the listener's side (as PromptStream) ---------------------------------------------------
+    def _stream(self) -> PromptStream | None:
         self._started.wait()
         return self._audio
 
@@ -130,6 +129,18 @@ class TextStream:
     def wait(self, timeout: float | None = None) -> Result | None:
         audio = self._stream()
         return None if audio is None else audio.wait(timeout)
+
+    @property
+    def ended(self) -> bool:
+        """Its generation has ended (or its text closed before any was spoken)."""
+        audio = self._audio
+        return self._started.is_set() and (audio is None or audio.ended)
+
+    def join(self, timeout: float | None = None) -> bool:
+        if not self._started.wait(timeout):
+            return False
+        audio = self._audio
+        return audio is None or audio.join(timeout)
 
     @property
     def result(self) -> Result | None:

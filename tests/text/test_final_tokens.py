@@ -1,5 +1,5 @@
 """Text streamed in (an LLM's deltas, typing) gives exactly the tokens of the whole text, whatever the
-split: engine/text/streamed_text.py hands out only ids no later text can change."""
+split: engine/text/final_tokens.py hands out only ids no later text can change."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from kazeia.engine import open_model
 from kazeia.engine.synthesis.prompt import PromptBuilder
-from kazeia.engine.text.streamed_text import StreamedText
+from kazeia.engine.text.final_tokens import FinalTokens
 
 # what BPE and the split regex decide by what follows: words cut mid-way, spaces and newlines before
 # the next word, digit runs, apostrophes ('s 're), punctuation runs, combining accents (NFC), CJK, emoji
@@ -29,7 +29,7 @@ def body_of(builder, text: str) -> list[int]:
 
 
 def stream(builder, deltas: list[str]) -> tuple[list[int], list[list[int]]]:
-    streamed = StreamedText(builder.tok)
+    streamed = FinalTokens(builder.tok)
     handed = [streamed.push(d) for d in deltas]
     handed.append(streamed.close())
     return [i for ids in handed for i in ids], handed
@@ -54,7 +54,7 @@ def test_words_are_handed_out_while_the_text_is_still_coming(builder):
     assert ids == body_of(builder, text)
     assert sum(len(h) for h in handed[:-1]) >= len(ids) - 8   # all but the last few before the close
     assert not handed[0] and not handed[3]   # (nothing is final while the first word is being written)
-    streamed = StreamedText(builder.tok)
+    streamed = FinalTokens(builder.tok)
     streamed.push("Hello there")
     streamed.close()
     with pytest.raises(ValueError, match="closed"):
