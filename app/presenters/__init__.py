@@ -38,8 +38,3 @@ class Presenters:
         self.core.take_recorded.connect(self.takes.follow_comparison)
         self.core.model_loaded.connect(self.services.model_replaced)
 
-    # (the names scripts written against the single presenter still call: tests/support/)
-    generate = property(lambda self: self.core.generate)
-    take_finished = property(lambda self: self.core.take_finished)
-    book_finished = property(lambda self: self.render.book_finished)
-    start_blind_test = property(lambda self: self.takes.start_blind_test)

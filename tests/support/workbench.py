@@ -93,13 +93,13 @@ def generate(qtbot, window, frames=8, seed=0, text=None, timeout_ms=TIMEOUT_MS):
         window.text.setPlainText(text)
     outcome = {}
     done = Outcome(outcome)
-    window.presenter.take_finished.connect(done.finished)
+    window.presenter.core.take_finished.connect(done.finished)
     window.error_shown.connect(done.failed)
     try:
-        assert window.presenter.generate()
+        assert window.presenter.core.generate()
         qtbot.waitUntil(lambda: bool(outcome), timeout=timeout_ms)
     finally:
-        window.presenter.take_finished.disconnect(done.finished)
+        window.presenter.core.take_finished.disconnect(done.finished)
         window.error_shown.disconnect(done.failed)
     assert "result" in outcome, f"the take failed: {outcome['error']}"
     return outcome["result"]

@@ -71,8 +71,8 @@ def walk(app, window, screen, args) -> int:
     window.sampling.max_frames.setValue(12)
     window.text.setPlainText("A take for the layout test, with a sentence long enough to wrap in the text box.")
     done = []
-    window.presenter.take_finished.connect(lambda *a: done.append(1))
-    window.presenter.generate()
+    window.presenter.core.take_finished.connect(lambda *a: done.append(1))
+    window.presenter.core.generate()
     if not wait(lambda: bool(done), 120):
         print(json.dumps({"error": "the take did not finish"}))
         return 1
@@ -131,7 +131,7 @@ def book_dialog(window, screen, wait, shot: Path, data: Path):
     dialog.show()
     panel.open_book(str(make_epub(data / "book.epub")))
     done = []
-    window.presenter.book_finished.connect(lambda *a: done.append(1))
+    window.presenter.render.book_finished.connect(lambda *a: done.append(1))
     panel.render_button.click()
     if not wait(lambda: bool(done), 120):
         return ["the book's render did not end"], None
@@ -168,10 +168,10 @@ def listening(window, wait, out: Path, name: str) -> dict:
     window.grab().save(str(shot))
     found["Voices"] = (clipped(window), shot)
     ws.show_page(window.takes)
-    window.presenter.generate()
+    window.presenter.core.generate()
     wait(lambda: len(window.store.takes) >= 2 and not window.controller.busy, 120)
     window.takes.table.selectAll()
-    dialog = window.presenter.start_blind_test()
+    dialog = window.presenter.takes.start_blind_test()
     area = window.screen().availableGeometry()
     dialog.resize(min(720, area.width() - 40), min(520, area.height() - 80))
     dialog.start(seed=7)
