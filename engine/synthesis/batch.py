@@ -133,6 +133,9 @@ class Batcher:
                 # each first step and first decode waiting on the one before
                 while joining:
                     for stream in joining:
+                        if stream.cancelled:   # (cancelled while it waited: nothing to prefill)
+                            stream.finish(_NOTHING_MADE, cancelled=True)
+                            continue
                         try:
                             active.append((stream, stream.open_session()))
                         except BaseException as e:   # a bad request fails alone
@@ -181,6 +184,9 @@ class Batcher:
                     else:
                         still.append((stream, session))
                 active = still
+
+
+_NOTHING_MADE = {"codes": np.zeros((0, 16), np.int32), "prefill_ms": 0.0, "stop_reason": "cancelled"}
 
 
 def _may_start(stream) -> bool:

@@ -173,6 +173,8 @@ class Engine:
         if not isinstance(decode_every, int) or decode_every < 1:
             raise ValueError(f"decode_every must be a positive integer, got {decode_every!r}")
         if text_open:
+            if isinstance(request, TakePlan):
+                raise ValueError("a live take is planned as its text is written: give it a Request")
             return LiveTake(self, request, decode_every)
         plan = request if isinstance(request, TakePlan) else self.plan(request)
         return start_take(self, plan, batcher or (self._batcher if self.max_batch > 1 else None), decode_every)

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 
 class TakeHost(Protocol):
+    """The model, its prompts, the lock and thread policy frames are made under, the decoders, the
+    shared batch worker, and the native calls a stream's runner makes (the caller holds `lock`)."""
     model: "ModelFile"
     info: "ModelInfo"
     prompts: "PromptBuilder"                 # the model's prompts (tokenizer, special ids, checks)
