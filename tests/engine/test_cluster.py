@@ -103,6 +103,21 @@ def test_ray_renders_the_same_files_and_survives_a_node_loss(cluster, tmp_path):
     same_files(tmp_path / "local", tmp_path / "lost")
 
 
+def _until_replicas_answer(base: str, proc, deadline: float, replicas: int) -> None:
+    """Until `replicas` replicas of the server at `base` are up and answering."""
+    import httpx2 as httpx
+    seen: set[str] = set()
+    while len(seen) < replicas:
+        assert time.time() < deadline and proc.poll() is None, "the deployment did not come up"
+        try:
+            r = httpx.get(base + "/health", timeout=10)
+            if r.status_code == 200:
+                seen.add(r.headers["x-kazeia-replica"])
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+
+
 def test_serve_on_ray_two_replicas_and_one_killed_mid_stream(cluster, tmp_path):
     """`kazeia serve --ray ADDRESS --replicas 2`: both replicas answer; one killed while it streams:
     its client's request ends (an error or a cut stream) instead of hanging, the stream on the other
@@ -122,16 +137,7 @@ def test_serve_on_ray_two_replicas_and_one_killed_mid_stream(cluster, tmp_path):
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 300
-        seen: set[str] = set()
-        while len(seen) < 2:   # both replicas up and answering
-            assert time.time() < deadline and proc.poll() is None, "the deployment did not come up"
-            try:
-                r = httpx.get(base + "/health", timeout=10)
-                if r.status_code == 200:
-                    seen.add(r.headers["x-kazeia-replica"])
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
+        _until_replicas_answer(base, proc, deadline, 2)
         ray.init(address=c.address, log_to_driver=False)
         replicas = [a for a in ray.util.list_named_actors(all_namespaces=True) if "SERVE_REPLICA" in a["name"]]
         assert len(replicas) == 2

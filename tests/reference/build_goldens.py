@@ -1184,6 +1184,73 @@ def build(out: str) -> None:
     ck = build_tiny_checkpoints(out)
     clock("tiny checkpoints")
 
+    manifest = new_manifest(ck, out)
+
+    ref_wav = reference_audio()
+    token_cases: Dict[str, Any] = {"variants": {}, "case_prompts": {}}
+    for variant in VARIANTS:
+        w = load_wrapper(ck.dirs[variant])
+        w.model.eval()
+        manifest["checkpoints"][variant]["speech_tokenizer_attn_implementation"] = \
+            w.model.speech_tokenizer.model.config.decoder_config._attn_implementation
+        clock(f"load {variant}")
+        voice_items = {}
+        if variant == "base":
+            voice_items, ref_mel = voice_clone_items(w, ref_wav)
+            clock("voice-clone prompts")
+        for case in [c for c in CASES if c.variant == variant]:
+            items = voice_items.get("xvec" if case.x_vector_only_mode else "icl")
+            decoder = w.model.speech_tokenizer.model.decoder
+            stages = DecoderTrace(decoder) if case.name == DECODER_STAGES_CASE else contextlib.nullcontext()
+            with torch.inference_mode(), stages:
+                res = run_case(w, case, items)
+            arrays = res["arrays"]
+            if case.variant == "base":
+                it = items[0]
+                arrays["ref_wav"] = ref_wav
+                arrays["ref_mel"] = f32(ref_mel)                                # [frames, 128]
+                arrays["ref_spk_embedding"] = f32(it.ref_spk_embedding)         # [D]
+                if it.ref_code is not None:
+                    arrays["ref_code"] = i64(it.ref_code)                       # [Tr, 16]
+            write_npz(os.path.join(out, f"{case.name}.npz"), arrays)
+
+            manifest["cases"][case.name] = case_manifest(case, variant, arrays, res, manifest, ck)
+            token_cases["case_prompts"][case.name] = {
+                "input_text": w._build_assistant_text(case.text),
+                "input_ids": arrays["input_ids"].tolist(),
+                "instruct_text": w._build_instruct_text(case.instruct) if case.instruct else None,
+                "instruct_ids": arrays["instruct_ids"].tolist() if "instruct_ids" in arrays else None,
+                "ref_text": w._build_ref_text(case.ref_text) if "ref_ids" in arrays else None,
+                "ref_ids": arrays["ref_ids"].tolist() if "ref_ids" in arrays else None,
+            }
+            clock(f"case {case.name} ({arrays['codes'].shape[0]} frames)")
+
+            if case.name == DECODER_STAGES_CASE:
+                write_decoder_stages(stages, case, arrays, w, decoder, out, manifest)
+                clock("decoder stages + long decode")
+
+        token_cases["variants"][f"tiny-{variant}"] = {
+            "tokenizer_dir": manifest["checkpoints"][variant]["dir"],
+            **tokenizer_cases(w, ck.dirs[variant]),
+        }
+        del w
+        clock(f"tokenizer cases {variant}")
+
+    summarize_tokenizers(token_cases, ck)
+    write_json(os.path.join(out, "tokenizer_cases.json"), token_cases)
+    manifest["tokenizer"] = token_cases["summary"] | {"large_vocab_probe": token_cases["large_vocab_probe"]}
+    clock("large-vocab regex probe")
+
+    write_json(os.path.join(out, "inventory_real.json"), build_inventory())
+    clock("real-size inventory")
+
+    list_files(out, manifest)
+    write_json(os.path.join(out, "manifest.json"), manifest)
+    clock(f"done -> {out} ({manifest['total_bytes'] / 1e6:.1f} MB in {len(manifest['files']) + 1} files)")
+
+
+def new_manifest(ck, out: str) -> Dict[str, Any]:
+    """The manifest's settings, tokenizer and checkpoints (its cases and files come later)."""
     manifest: Dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "generator": "tests/reference/build_goldens.py",
@@ -1220,100 +1287,75 @@ def build(out: str) -> None:
             with safe_open(os.path.join(d, rel), "pt") as f:
                 info["num_tensors"][rel] = len(list(f.keys()))
         manifest["checkpoints"][variant] = info
+    return manifest
 
-    ref_wav = reference_audio()
-    token_cases: Dict[str, Any] = {"variants": {}, "case_prompts": {}}
-    for variant in VARIANTS:
-        w = load_wrapper(ck.dirs[variant])
-        w.model.eval()
-        manifest["checkpoints"][variant]["speech_tokenizer_attn_implementation"] = \
-            w.model.speech_tokenizer.model.config.decoder_config._attn_implementation
-        clock(f"load {variant}")
-        voice_items = {}
-        if variant == "base":
-            mels = []   # the speaker encoder's input, as computed by extract_speaker_embedding
-            hook = w.model.speaker_encoder.register_forward_pre_hook(
-                lambda mod, args: mels.append(args[0].detach().clone()))
-            voice_items["icl"] = w.create_voice_clone_prompt(ref_audio=(ref_wav, SAMPLE_RATE), ref_text=REF_TEXT,
-                                                             x_vector_only_mode=False)
-            voice_items["xvec"] = w.create_voice_clone_prompt(ref_audio=(ref_wav, SAMPLE_RATE), ref_text=None,
-                                                              x_vector_only_mode=True)
-            hook.remove()
-            assert len(mels) == 2 and torch.equal(mels[0], mels[1])
-            ref_mel = mels[0][0]                                                  # [frames, 128]
-            direct = mel_spectrogram(torch.from_numpy(ref_wav)[None], n_fft=1024, num_mels=128,
-                                     sampling_rate=SAMPLE_RATE, hop_size=256, win_size=1024, fmin=0,
-                                     fmax=12000).transpose(1, 2)[0]
-            assert torch.equal(ref_mel, direct)
-            clock("voice-clone prompts")
-        for case in [c for c in CASES if c.variant == variant]:
-            items = voice_items.get("xvec" if case.x_vector_only_mode else "icl")
-            decoder = w.model.speech_tokenizer.model.decoder
-            stages = DecoderTrace(decoder) if case.name == DECODER_STAGES_CASE else contextlib.nullcontext()
-            with torch.inference_mode(), stages:
-                res = run_case(w, case, items)
-            arrays = res["arrays"]
-            if case.variant == "base":
-                it = items[0]
-                arrays["ref_wav"] = ref_wav
-                arrays["ref_mel"] = f32(ref_mel)                                # [frames, 128]
-                arrays["ref_spk_embedding"] = f32(it.ref_spk_embedding)         # [D]
-                if it.ref_code is not None:
-                    arrays["ref_code"] = i64(it.ref_code)                       # [Tr, 16]
-            write_npz(os.path.join(out, f"{case.name}.npz"), arrays)
 
-            trailing = arrays["talker_trailing_text_embeds"].shape[0]
-            manifest["cases"][case.name] = {
-                "variant": variant,
-                "checkpoint": manifest["checkpoints"][variant]["dir"],
-                "settings": {**{k: v for k, v in dataclasses.asdict(case).items() if k not in ("name", "variant")},
-                             "text_feeding": case.text_feeding, **GOLDEN_GENERATION_KWARGS},
-                "effective": effective_prompt_settings(case, ck.configs[variant]),
-                "frames": int(arrays["codes"].shape[0]),
-                "prefill_len": int(arrays["talker_prefill_embeds"].shape[0]),
-                "trailing_text_len": int(trailing),
-                "stopped_by_eos": bool(arrays["codes"].shape[0] < GOLDEN_GENERATION_KWARGS["max_new_tokens"] - 1),
-                "distinct_codebook0_codes": int(len(np.unique(arrays["codes"][:, 0]))),
-                "wav_clipped_fraction": float(np.mean(np.abs(arrays["wav"]) >= 1.0)),
-                "sample_rate": res["sample_rate"],
-                "arrays": array_summary(arrays),
-            }
-            if "ref_code" in arrays:
-                body = len(arrays["input_ids"]) - 8
-                ref_body = len(arrays["ref_ids"]) - 5
-                t1, t2 = ref_body + body + 1, arrays["ref_code"].shape[0] + 1
-                manifest["cases"][case.name]["icl_lengths"] = {
-                    "text_rows_T1": int(t1), "codec_rows_T2": int(t2),
-                    "ref_cut_samples": int(arrays["wav_with_ref"].shape[0] - arrays["wav"].shape[0])}
-            token_cases["case_prompts"][case.name] = {
-                "input_text": w._build_assistant_text(case.text),
-                "input_ids": arrays["input_ids"].tolist(),
-                "instruct_text": w._build_instruct_text(case.instruct) if case.instruct else None,
-                "instruct_ids": arrays["instruct_ids"].tolist() if "instruct_ids" in arrays else None,
-                "ref_text": w._build_ref_text(case.ref_text) if "ref_ids" in arrays else None,
-                "ref_ids": arrays["ref_ids"].tolist() if "ref_ids" in arrays else None,
-            }
-            clock(f"case {case.name} ({arrays['codes'].shape[0]} frames)")
+def case_manifest(case, variant: str, arrays: Dict[str, Any], res: Dict[str, Any], manifest: Dict[str, Any],
+                  ck) -> Dict[str, Any]:
+    """A case's manifest entry: its settings, what they came to, its lengths and its arrays."""
+    trailing = arrays["talker_trailing_text_embeds"].shape[0]
+    entry = {
+        "variant": variant,
+        "checkpoint": manifest["checkpoints"][variant]["dir"],
+        "settings": {**{k: v for k, v in dataclasses.asdict(case).items() if k not in ("name", "variant")},
+                     "text_feeding": case.text_feeding, **GOLDEN_GENERATION_KWARGS},
+        "effective": effective_prompt_settings(case, ck.configs[variant]),
+        "frames": int(arrays["codes"].shape[0]),
+        "prefill_len": int(arrays["talker_prefill_embeds"].shape[0]),
+        "trailing_text_len": int(trailing),
+        "stopped_by_eos": bool(arrays["codes"].shape[0] < GOLDEN_GENERATION_KWARGS["max_new_tokens"] - 1),
+        "distinct_codebook0_codes": int(len(np.unique(arrays["codes"][:, 0]))),
+        "wav_clipped_fraction": float(np.mean(np.abs(arrays["wav"]) >= 1.0)),
+        "sample_rate": res["sample_rate"],
+        "arrays": array_summary(arrays),
+    }
+    if "ref_code" in arrays:
+        body = len(arrays["input_ids"]) - 8
+        ref_body = len(arrays["ref_ids"]) - 5
+        t1, t2 = ref_body + body + 1, arrays["ref_code"].shape[0] + 1
+        entry["icl_lengths"] = {
+            "text_rows_T1": int(t1), "codec_rows_T2": int(t2),
+            "ref_cut_samples": int(arrays["wav_with_ref"].shape[0] - arrays["wav"].shape[0])}
+    return entry
 
-            if case.name == DECODER_STAGES_CASE:
-                st = stages.stages
-                assert stages.calls == 1, "expected a single decoder pass (<= 300 frames)"
-                assert np.array_equal(st["wav"][0, 0][: arrays["wav"].shape[0]], arrays["wav"]), \
-                    "decoder trace does not match the wrapper's waveform"
-                assert np.array_equal(st["codes"][0].T, arrays["codes"])
-                write_npz(os.path.join(out, "decoder_stages.npz"), st)
-                manifest["decoder_stages"] = {"case": case.name, "arrays": array_summary(st)}
-                manifest["rope_check"] = {"max_abs_diff_mrope_vs_plain_rope": rope_equivalence(w.model)}
-                long_decode(decoder, out, manifest)
-                clock("decoder stages + long decode")
 
-        token_cases["variants"][f"tiny-{variant}"] = {
-            "tokenizer_dir": manifest["checkpoints"][variant]["dir"],
-            **tokenizer_cases(w, ck.dirs[variant]),
-        }
-        del w
-        clock(f"tokenizer cases {variant}")
+def voice_clone_items(w, ref_wav) -> tuple[Dict[str, Any], Any]:
+    """The Base wrapper's voice-clone prompts (in-context, x-vector only) and the speaker encoder's
+    input (one mel for both), checked against the mel computed directly."""
+    voice_items = {}
+    mels = []   # the speaker encoder's input, as computed by extract_speaker_embedding
+    hook = w.model.speaker_encoder.register_forward_pre_hook(
+        lambda mod, args: mels.append(args[0].detach().clone()))
+    voice_items["icl"] = w.create_voice_clone_prompt(ref_audio=(ref_wav, SAMPLE_RATE), ref_text=REF_TEXT,
+                                                     x_vector_only_mode=False)
+    voice_items["xvec"] = w.create_voice_clone_prompt(ref_audio=(ref_wav, SAMPLE_RATE), ref_text=None,
+                                                      x_vector_only_mode=True)
+    hook.remove()
+    assert len(mels) == 2 and torch.equal(mels[0], mels[1])
+    ref_mel = mels[0][0]                                                  # [frames, 128]
+    direct = mel_spectrogram(torch.from_numpy(ref_wav)[None], n_fft=1024, num_mels=128,
+                             sampling_rate=SAMPLE_RATE, hop_size=256, win_size=1024, fmin=0,
+                             fmax=12000).transpose(1, 2)[0]
+    assert torch.equal(ref_mel, direct)
+    return voice_items, ref_mel
 
+
+def write_decoder_stages(stages, case, arrays: Dict[str, Any], w, decoder, out: str, manifest: Dict[str, Any]) -> None:
+    """The decoder's stages of the case traced, checked against its waveform and codes, written with
+    the RoPE check and the long decode."""
+    st = stages.stages
+    assert stages.calls == 1, "expected a single decoder pass (<= 300 frames)"
+    assert np.array_equal(st["wav"][0, 0][: arrays["wav"].shape[0]], arrays["wav"]), \
+        "decoder trace does not match the wrapper's waveform"
+    assert np.array_equal(st["codes"][0].T, arrays["codes"])
+    write_npz(os.path.join(out, "decoder_stages.npz"), st)
+    manifest["decoder_stages"] = {"case": case.name, "arrays": array_summary(st)}
+    manifest["rope_check"] = {"max_abs_diff_mrope_vs_plain_rope": rope_equivalence(w.model)}
+    long_decode(decoder, out, manifest)
+
+
+def summarize_tokenizers(token_cases: Dict[str, Any], ck) -> None:
+    """The large-vocab probe and why the tiny wrapper keeps the Qwen2 regex, into `token_cases`."""
     token_cases["large_vocab_probe"] = probe_large_vocab_regex(ck.dirs["custom_voice"])
     wrapper_kind = token_cases["variants"]["tiny-custom_voice"]["tokenizers"]["wrapper"]["split_regex_kind"]
     token_cases["summary"] = {
@@ -1324,13 +1366,9 @@ def build(out: str) -> None:
                 "(see large_vocab_probe) fix_mistral_regex=True swaps in the Mistral regex; "
                 "'mistral_patched' ids show that behaviour on the tiny BPE."),
     }
-    write_json(os.path.join(out, "tokenizer_cases.json"), token_cases)
-    manifest["tokenizer"] = token_cases["summary"] | {"large_vocab_probe": token_cases["large_vocab_probe"]}
-    clock("large-vocab regex probe")
 
-    write_json(os.path.join(out, "inventory_real.json"), build_inventory())
-    clock("real-size inventory")
-
+def list_files(out: str, manifest: Dict[str, Any]) -> None:
+    """Every file written (but the manifest) with its size and SHA-256, into the manifest."""
     files = {}
     for dirpath, dirnames, filenames in os.walk(out):
         dirnames.sort()
@@ -1341,8 +1379,6 @@ def build(out: str) -> None:
                 files[rel] = {"bytes": os.path.getsize(path), "sha256": sha256_file(path)}
     manifest["files"] = files
     manifest["total_bytes"] = int(sum(f["bytes"] for f in files.values()))
-    write_json(os.path.join(out, "manifest.json"), manifest)
-    clock(f"done -> {out} ({manifest['total_bytes'] / 1e6:.1f} MB in {len(files) + 1} files)")
 
 
 def long_decode(decoder: torch.nn.Module, out: str, manifest: Dict[str, Any]) -> None:

@@ -145,21 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.hub.lock:
             self.hub.requests.append((self.command, path, {k.lower(): v for k, v in self.headers.items()}))
         if m := _INFO.match(path):
-            repo = self._repo(m.group(1))
-            if repo is None:
-                return
-            if m.group(2) not in (None, "main", repo.commit):
-                return self._error(404, "RevisionNotFound", "Invalid rev id")
-            info = {"id": m.group(1), "modelId": m.group(1), "sha": repo.commit, "private": False,
-                    "siblings": [repo.sibling(n) for n in sorted(repo.files)]}
-            payload = json.dumps(info).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            if body:
-                self.wfile.write(payload)
-            return
+            return self._serve_info(m, body)
         m = _RESOLVE.match(path)
         if not m:
             return self._error(404)
@@ -176,6 +162,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        self._serve_file(repo, name, body)
+
+    def _serve_info(self, m: re.Match, body: bool) -> None:
+        """A repository's (or a revision's) info: its commit and files."""
+        repo = self._repo(m.group(1))
+        if repo is None:
+            return
+        if m.group(2) not in (None, "main", repo.commit):
+            return self._error(404, "RevisionNotFound", "Invalid rev id")
+        info = {"id": m.group(1), "modelId": m.group(1), "sha": repo.commit, "private": False,
+                "siblings": [repo.sibling(n) for n in sorted(repo.files)]}
+        payload = json.dumps(info).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if body:
+            self.wfile.write(payload)
+
+    def _serve_file(self, repo, name: str, body: bool) -> None:
+        """A file, from a Range's start, with the hub's headers and the faults asked for."""
         data = repo.files[name]
         start = 0
         rng = self.headers.get("Range")
