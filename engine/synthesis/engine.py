@@ -308,9 +308,9 @@ class Engine:
             return self._decoder.decode(codes) if len(codes) else np.zeros(0, np.float32)
 
     def teacher_forced(self, text: str, codes, **request) -> tuple[np.ndarray, np.ndarray]:
-        """The talker fed `text` (synthesize()'s request arguments) and then the given frames
-        [n, 16]: its logits [n + 1, vocab] and final hidden states [n + 1, hidden] before each frame
-        and after the last (for divergence measurements)."""
+        """The talker fed `text` as one prompt (`request`: a Request's speaker, language, instruct,
+        voice, streaming_text) and then the given frames [n, 16]: its logits [n + 1, vocab] and final
+        hidden states [n + 1, hidden] before each frame and after the last (for divergence measurements)."""
         plan = self.prompts.build(text, **request)
         with self.lock:
             return self._runner.teacher_forced(

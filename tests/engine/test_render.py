@@ -36,7 +36,7 @@ def test_forty_lines_render_to_the_files_single_synthesis_makes(engine, tmp_path
     assert [f.stem for f in files] == [f"line{i:02d}" for i in range(40)]
     manifest = read_manifest(tmp_path / "out")
     assert all(manifest[f"line{i:02d}"]["status"] == "done" for i in range(40))
-    for i in (0, 17, 39):   # the same audio as one synthesize() call with the line's settings
+    for i in (0, 17, 39):   # the same audio as one Engine.take of the line's Request
         alone = engine.take(Request(script_line(i), speaker=SPEAKERS[i % 5],
                                     sampling=SamplingParams.from_model(engine.info, seed=i, max_frames=4 + i % 5)))
         audio, sr = soundfile.read(tmp_path / "out" / f"line{i:02d}.wav", dtype="float32")

@@ -248,3 +248,33 @@ def test_a_held_start_waits_for_its_text_and_speaks_the_same_audio(converted):
     assert short.wait(120).codes.shape[0] > 0
     with pytest.raises(ValueError, match="hold_ms"):
         live(engine, hold_ms=-1)
+
+
+def test_a_live_take_gathers_deltas_while_the_model_has_text_to_read(converted, monkeypatch):
+    """write() plans the text written only while the model has less than GATHER_WHILE_UNREAD tokens of
+    the chunk being written left to read; meanwhile deltas gather, planned once the model runs low (no
+    write needed) or at close: an answer written word by word is planned a few times, not once a word,
+    and its take is the whole text's. (The model is held still while the words come: it reads none.)"""
+    import time
+
+    from kazeia.engine import Engine, open_model
+    from kazeia.engine.synthesis import live_take
+    engine = Engine(open_model(converted("custom_voice")), threads=2, max_batch=2)
+    sampling = SamplingParams.from_model(engine.info, seed=11, max_frames=48)
+    whole = engine.take(Request(LONG_ANSWER, speaker="vivian", sampling=sampling, streaming_text=True))
+    planned, plan_open = [], live_take.compose_open
+    monkeypatch.setattr(live_take, "compose_open", lambda text, **args: planned.append(text) or plan_open(text, **args))
+    written = live(engine, sampling=SamplingParams.from_model(engine.info, seed=11, max_frames=48))
+    words = LONG_ANSWER.split(" ")
+    with engine.lock:   # (no frame is made: what is written stays unread)
+        for i, word in enumerate(words):
+            written.write(word if i == 0 else " " + word)
+        assert written.unread_tokens() >= live_take.GATHER_WHILE_UNREAD
+        assert len(planned) < len(words) // 2 and planned[-1] != LONG_ANSWER   # (the later words gathered)
+    deadline = time.perf_counter() + 60
+    while planned[-1] != LONG_ANSWER:   # the model reads on, runs low: what gathered is planned, unasked
+        assert time.perf_counter() < deadline
+        time.sleep(0.02)
+    written.close()
+    got = written.wait(300)
+    assert np.array_equal(got.codes, whole.codes) and np.array_equal(got.audio, whole.audio)
