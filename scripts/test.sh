@@ -109,15 +109,17 @@ leg "every test on the CPU at its own level"
 env -u GGML_VK_VISIBLE_DEVICES "${pytest[@]}" tests -ra -m "not (arm64_host$skip_gui)" --durations=25 "$@"
 
 # 3. Kazeia's kernels at every lower CPU level this CPU allows (KAZEIA_CPU caps them), so the AVX2 and
-# generic paths (most laptops; any other CPU) are tested, not assumed: the native and engine layers,
-# but for the slow tests of their machinery (benches, renders, clusters) that are neither kernel
-# checks nor parity tests. The text front end (no native code), the reference, the workbench,
-# serving and models are not rerun.
+# generic paths (most laptops; any other CPU) are tested, not assumed: what the kernels compute (the
+# kernel checks, the parity tests, and the `levels` tests that compare numbers across paths: a stream
+# against offline, a batch against one alone, threads, placements; the `arm64` ones are of that kind
+# too), but for the slow `levels` ones. The machinery around them (the command line, voices, renders,
+# benches, clusters), the text front end, the reference, the workbench, serving and models run once,
+# at this CPU's own level: a lower level changes no code of theirs.
 read -r -a levels <<< "$(.venv/bin/kazeia devices --levels)"
 for level in "${levels[@]:1}"; do
-  leg "kernels, parity and the engine at KAZEIA_CPU=$level (this CPU: ${levels[0]})"
+  leg "kernels, parity and the numbers across paths at KAZEIA_CPU=$level (this CPU: ${levels[0]})"
   env -u GGML_VK_VISIBLE_DEVICES KAZEIA_CPU="$level" "${pytest[@]}" tests/native tests/engine -q -ra \
-    -m "(kernels or parity or not slow) and not (accel or arm64_host)" "$@"
+    -m "(kernels or parity or ((levels or arm64) and not slow)) and not (accel or arm64_host)" "$@"
 done
 
 # 4. ARM64 under emulation (scripts/arm64.sh): an arm64 Debian root and Kazeia's arm64 build (cached

@@ -19,6 +19,9 @@ from kazeia.engine.synthesis.requests import ONE_PROMPT
 from support.goldens import CASES, MANIFEST, case_request
 
 
+pytestmark = pytest.mark.levels   # (numbers compared across paths: run again at every lower CPU level)
+
+
 def golden_request(engine, case):
     _, text, request, g = case_request(case)
     greedy = SamplingParams.from_model(engine.info, max_frames=len(g["codes"])).greedy()

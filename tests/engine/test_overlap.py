@@ -11,6 +11,9 @@ from kazeia.engine import Engine, Request, SamplingParams, SpeechDecoder, demo_m
 from kazeia.engine.synthesis.overlap import decoder_threads, default_overlap
 
 
+pytestmark = pytest.mark.levels   # (numbers compared across paths: run again at every lower CPU level)
+
+
 @pytest.fixture(scope="module")
 def turns():
     return Engine.load(demo_model_path(), threads=2)

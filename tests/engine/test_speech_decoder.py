@@ -14,6 +14,9 @@ from kazeia.engine.synthesis.speech_decoder import SpeechDecoder
 
 from support.goldens import GOLDEN
 
+pytestmark = pytest.mark.levels   # (numbers compared across paths: run again at every lower CPU level)
+
+
 STAGES = np.load(GOLDEN / "decoder_stages.npz")
 LONG = np.load(GOLDEN / "decoder_long.npz")
 TOL = 1e-4          # the bound against the reference (f32 weights)

@@ -12,6 +12,9 @@ from kazeia.engine.synthesis.prompt_stream import build_prompt
 from kazeia.engine.synthesis.requests import MAX_HOLD_MS, ONE_PROMPT
 from kazeia.engine.text.final_tokens import FinalTokens
 
+pytestmark = pytest.mark.levels   # (numbers compared across paths: run again at every lower CPU level)
+
+
 TEXTS = ["Hello! This answer arrives a few characters at a time, as a language model writes it.",
          "Numbers like 3.14159 and 2,048, a café, and 日本語 too.\nA second line."]
 

@@ -14,6 +14,9 @@ from kazeia.engine.synthesis.prompt import PromptBuilder
 
 from support.goldens import CASES, MANIFEST, case_request
 
+pytestmark = pytest.mark.levels   # (numbers compared across paths: run again at every lower CPU level)
+
+
 TOL = 1e-4
 
 

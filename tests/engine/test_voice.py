@@ -13,6 +13,9 @@ from kazeia.engine.voices.voice import check_reference_audio, log_mel, speaker_e
 from support.commands import kazeia
 from support.goldens import GOLDEN
 
+pytestmark = pytest.mark.levels   # (numbers compared across paths: run again at every lower CPU level)
+
+
 XVEC = np.load(GOLDEN / "base_xvec_stream.npz")
 
 

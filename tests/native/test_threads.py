@@ -10,6 +10,9 @@ from kazeia.engine.synthesis import threads
 from kazeia.engine.synthesis.threads import ThreadPolicy, available_cores, check_threads
 
 
+pytestmark = pytest.mark.levels   # (numbers compared across paths: run again at every lower CPU level)
+
+
 class FakePool:
     def __init__(self, n):
         self.n_threads, self.active = n, n
