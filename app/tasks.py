@@ -10,8 +10,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kazeia.engine import (Engine, ModelFile, SamplingParams, create_voice, load_voice, resolve_model, save_voice,
-                           converted_checkpoint)
+from kazeia.engine import (Engine, ModelFile, Request, SamplingParams, create_voice, load_voice, resolve_model,
+                           save_voice, converted_checkpoint)
 from kazeia.engine.proc_stats import peak_rss_mb, reset_peak_rss
 
 from .take_request import TakeRequest
@@ -135,14 +135,15 @@ def take(host: EngineHost, job, request: TakeRequest) -> TakeOutcome:
 
 
 def typed_take(host: EngineHost, job, request: TakeRequest) -> TakeOutcome:
-    """A take whose text is typed while it is spoken (Engine.open_text_stream): the take the whole
+    """A take whose text is typed while it is spoken (Engine.open_take, text_open): the take the whole
     text would be, its chunks begun as their words are known."""
     engine = host.require_engine()
     ran = host.apply(request.placement, request.threads)
     voice = load_voice(request.voice_profile, engine.model) if request.voice_profile else None
     reset_peak_rss()
-    stream = engine.open_text_stream(speaker=request.speaker, language=request.language, instruct=request.instruct,
-                                     voice=voice, sampling=request.sampling)
+    live = Request("", speaker=request.speaker, language=request.language, instruct=request.instruct, voice=voice,
+                   sampling=request.sampling)
+    stream = engine.open_take(live, text_open=True)
     job.attach(stream)
     job.typed.attach(stream)
     job.started.emit(ran)
@@ -187,11 +188,12 @@ def book(host: EngineHost, job, request: dict):
         from kazeia.engine.voices.voice import load_voice
         voice = load_voice(request["voice_profile"], engine.model)
     sampling = request.get("sampling")
+    # (the book's seed is its sampling's: chapter k's chunks are seeded from it)
+    spoken = Request("", speaker=request.get("speaker"), language=request.get("language") or "auto",
+                     instruct=request.get("instruct"), voice=voice, sampling=sampling, lexicon=request.get("lexicon"))
     options = BookOptions(Path(request["out_dir"]), formats=tuple(request["formats"]), m4b=request["m4b"],
-                          loudness=LoudnessTarget(request["loudness"], -3.0, request["per"]),
-                          speaker=request.get("speaker"), language=request.get("language") or "auto",
-                          instruct=request.get("instruct"), voice=voice, batch=int(request.get("batch", 4)),
-                          sampling=sampling, seed=sampling.seed if sampling else 0, lexicon=request.get("lexicon"))
+                          loudness=LoudnessTarget(request["loudness"], -3.0, request["per"]), request=spoken,
+                          batch=int(request.get("batch", 4)))
     plan = plan_book(read_book(request["book"]), engine, options)
 
     def progress(p) -> None:
@@ -227,7 +229,7 @@ def preview(host: EngineHost, job, profile_path: str, language: str):
     voice = load_voice(profile_path, engine.model)
     info = engine.info
     sampling = SamplingParams.from_model(info, seed=0, max_frames=int(PREVIEW_SECONDS * info.frame_rate))
-    return engine.synthesize(PREVIEW_TEXT, language=language, voice=voice, sampling=sampling).audio
+    return engine.take(Request(PREVIEW_TEXT, language=language, voice=voice, sampling=sampling)).audio
 
 
 # ---- on the service thread (never behind a take) ------------------------------------------------
