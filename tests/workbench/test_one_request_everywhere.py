@@ -13,7 +13,7 @@ import soundfile
 pytest.importorskip("fastapi")
 import openai  # noqa: E402
 
-from kazeia.engine import Engine, SamplingParams, demo_model_path  # noqa: E402
+from kazeia.engine import Engine, Request, SamplingParams, demo_model_path  # noqa: E402
 from kazeia.engine.synthesis.long_text import one_prompt_text  # noqa: E402
 from kazeia.engine.script.render import LocalExecutor, RenderOptions, plan_render, render  # noqa: E402
 from kazeia.engine.serve.app import ServerSettings, create_app  # noqa: E402
@@ -69,9 +69,9 @@ def by_workbench(qtbot, window, text) -> np.ndarray:
 def test_say_the_workbench_the_server_and_render_make_the_same_audio(qtbot, window, engine, tmp_path, kind):
     text = REQUESTS[kind]
     sampling = SamplingParams.from_model(engine.info, seed=SEED, max_frames=FRAMES)
-    plan = engine.compose(text, speaker=SPEAKER, seed=SEED)
-    assert (one_prompt_text(text, plan) is None) == (kind == "long take")
-    alone = engine.synthesize(text, speaker=SPEAKER, sampling=sampling, streaming_text=False).audio
+    plan = engine.plan(Request(text, speaker=SPEAKER, sampling=sampling, streaming_text=False))
+    assert (one_prompt_text(text, plan.composition) is None) == (kind == "long take")
+    alone = engine.take(plan).audio
     assert len(alone) > 0
     heard = {"say": by_say(text, tmp_path), "workbench": by_workbench(qtbot, window, text),
              "render": by_render(engine, text, tmp_path)}

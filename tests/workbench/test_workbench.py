@@ -86,7 +86,7 @@ def test_gui_thread_cost_of_a_30_s_take_is_bounded(qtbot, window, monkeypatch, r
 def test_latencies_shown_match_the_engine_alone(qtbot, window, report):
     """The same greedy request in the window (drawn live, as fast as the engine goes: the window's
     busiest case) and on the engine alone, twice around it; per-stage ms per frame compared."""
-    from kazeia.engine import Engine
+    from kazeia.engine import Engine, Request
     window.sampling.play_live.setChecked(False)
     window.sampling.greedy.setChecked(True)
     window.sampling.max_frames.setValue(200)
@@ -94,7 +94,7 @@ def test_latencies_shown_match_the_engine_alone(qtbot, window, report):
     alone = Engine.load(window.info.path, threads=job.threads)
 
     def run_alone():
-        stream = alone.stream(job.text, speaker=job.speaker, language=job.language, sampling=job.sampling)
+        stream = alone.open_take(Request(job.text, speaker=job.speaker, language=job.language, sampling=job.sampling))
         for _ in stream:
             pass
         return stream.result

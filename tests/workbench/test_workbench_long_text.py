@@ -105,9 +105,9 @@ def test_pronunciation_rules_are_edited_checked_kept_and_used(qtbot, window):
     result = generate(qtbot, window, frames=3, seed=2, text="Kazeia speaks.")
     take = window.store.takes[-1]
     assert take.chunks[0]["text"] == "ka-ZAY-ah speaks." and take.chunks[0]["rewrites"][0][:2] == ["Kazeia", "ka-ZAY-ah"]
-    direct = window.controller.engine.synthesize("ka-ZAY-ah speaks.", speaker=take.request["speaker"],
-                                                 sampling=__import__("kazeia.engine", fromlist=["SamplingParams"])
-                                                 .SamplingParams(**take.sampling))
+    from kazeia.engine import Request, SamplingParams
+    direct = window.controller.engine.take(Request("ka-ZAY-ah speaks.", speaker=take.request["speaker"],
+                                                   sampling=SamplingParams(**take.sampling)))
     np.testing.assert_array_equal(result.audio, direct.audio)
 
 

@@ -8,7 +8,8 @@ import pytest
 pytest.importorskip("PySide6")
 from PySide6.QtTest import QTest  # noqa: E402
 
-from kazeia.engine import Engine, SamplingParams  # noqa: E402
+from kazeia.engine import Engine, Request, SamplingParams  # noqa: E402
+from kazeia.engine.synthesis.requests import ONE_PROMPT  # noqa: E402
 from support.workbench import TIMEOUT_MS, Outcome  # noqa: E402
 from support.workbench import window, workdir  # noqa: E402,F401 (fixtures)
 
@@ -42,8 +43,8 @@ def test_speak_as_i_type_is_one_utterance_of_the_typed_text(qtbot, window):
     assert take.text == TYPED and take.request["streaming_text"] is True
     engine = Engine.load(window.info.path, threads=2)
     sampling = SamplingParams(**take.sampling)
-    whole = engine.stream(TYPED, speaker=take.request["speaker"], language=take.request["language"],
-                          sampling=sampling, streaming_text=True, one_prompt=True)
+    whole = engine.open_take(Request(TYPED, speaker=take.request["speaker"], language=take.request["language"],
+                                     sampling=sampling, streaming_text=True, plan=ONE_PROMPT))
     expected = np.concatenate([c.audio for c in whole])
     assert np.array_equal(outcome["result"].audio, expected)
     assert np.array_equal(take.audio, expected)
