@@ -90,3 +90,32 @@ def test_a_cycle_is_found():
     """(the check itself) a cycle through a function-level import is reported."""
     graph = {"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": {"p.a"}, "p.d": {"p.a"}}
     assert cycles(graph, "p") == [["p.a", "p.b", "p.c", "p.a"]]
+
+
+def _engine_private_fields() -> set[str]:
+    """The names the Engine keeps for itself (`self._name = ...` in synthesis/engine.py)."""
+    path = Path(importlib.util.find_spec("kazeia.engine.synthesis.engine").origin)
+    return {node.attr for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+            and node.attr.startswith("_") and not node.attr.startswith("__")}
+
+
+@pytest.mark.parametrize("package", ["kazeia.engine", "kazeia.app"])
+def test_nothing_outside_the_synthesis_core_reaches_its_private_names(package):
+    """The takes, front ends and the workbench call the engine through its public names
+    (synthesis.host.TakeHost among them): no module outside kazeia.engine.synthesis imports a private
+    name of it, or reads one of the Engine's private fields from another object."""
+    private = _engine_private_fields()
+    assert "_runner" in private   # (the walk found the Engine's own fields)
+    folder = Path(importlib.util.find_spec(package).origin).parent
+    reaches = []
+    for path in folder.rglob("*.py"):
+        if "synthesis" in path.relative_to(folder).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and "synthesis" in (node.module or "").split("."):
+                reaches += [f"{path.name}:{node.lineno} imports {a.name}" for a in node.names if a.name.startswith("_")]
+            elif isinstance(node, ast.Attribute) and node.attr in private and not (
+                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                reaches.append(f"{path.name}:{node.lineno} reads {ast.unparse(node)}")
+    assert reaches == []
