@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..synthesis.requests import SamplingParams
+from ..synthesis.requests import Request, SamplingParams
 
 if TYPE_CHECKING:
     from ..synthesis.engine import Engine
@@ -35,12 +35,15 @@ class SpeechJob:
     stage_ms: dict = field(default_factory=dict)   # mean ms per frame of talker, code_predictor, decoder
     _stream: object = None
 
-    def start(self) -> None:
+    def request(self, text: str, **more) -> Request:
+        """The engine's Request of this job, of `text` (`more`: a live job's hold)."""
         v = self.voice
-        self._stream = self.engine.stream(self.text, speaker=v.speaker, language=self.language or "auto",
-                                          instruct=self.instruct if self.instruct is not None else v.instruct,
-                                          voice=v.voice, sampling=self.sampling, lexicon=self.lexicon,
-                                          streaming_text=self.streaming_text)
+        return Request(text, speaker=v.speaker, language=self.language or "auto",
+                       instruct=self.instruct if self.instruct is not None else v.instruct, voice=v.voice,
+                       sampling=self.sampling, streaming_text=self.streaming_text, lexicon=self.lexicon, **more)
+
+    def start(self) -> None:
+        self._stream = self.engine.open_take(self.request(self.text))
 
     def next_audio(self) -> np.ndarray | None:
         for chunk in self._stream:

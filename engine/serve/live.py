@@ -1,8 +1,8 @@
 """Live speech for the server's sockets (Kazeia's own, the Deepgram-style one, Wyoming's streamed
 text): a connection speaks in turns, and each turn is a take of text that arrives while it is
-spoken (Engine.open_text_stream): one utterance while the text is one prompt, else the chunks the
-long-text front end plans, each a session of the engine's batcher that waits, stepping nothing,
-whenever it has read all its text so far. A turn's audio equals the whole text's as
+spoken (Engine.open_take with text_open): one utterance while the text is one prompt, else the
+chunks the long-text front end plans, each a session of the engine's batcher that waits, stepping
+nothing, whenever it has read all its text so far. A turn's audio equals the whole text's as
 POST /v1/audio/speech makes it with streaming text (markup and the server's lexicon included), bit
 for bit. `Turns` is what every protocol shares: the text of the open turn, flush
 (the turn's text ends; its audio goes on, and the next text opens the next turn), cancel (every turn
@@ -36,11 +36,7 @@ class LiveJob(SpeechJob):
     hold_ms: float = 0.0
 
     def start(self) -> None:
-        v = self.voice
-        self._stream = self.engine.open_text_stream(
-            speaker=v.speaker, language=self.language or "auto", voice=v.voice, sampling=self.sampling,
-            instruct=self.instruct if self.instruct is not None else v.instruct, lexicon=self.lexicon,
-            hold_ms=self.hold_ms)
+        self._stream = self.engine.open_take(self.request("", hold_ms=self.hold_ms), text_open=True)
 
     def write(self, delta: str) -> None:
         self._stream.write(delta)
@@ -48,9 +44,6 @@ class LiveJob(SpeechJob):
 
     def close(self) -> None:
         self._stream.close()
-
-    def unread_tokens(self) -> int:
-        return self._stream.unread_tokens()
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -84,7 +77,6 @@ class _Turn:
     pump: asyncio.Task | None = None
     pending: str = ""                   # text received, not yet given to the job: the next write's
     writer: asyncio.Task | None = None  # giving `pending` to the job
-    text_ends: bool = False             # flushed or stopped: what is pending is written at once
     chars: int = 0                      # the turn's text so far, received (ServerSettings.max_turn_chars)
 
 
@@ -118,8 +110,8 @@ class Turns:
             await self._refuse(turn, "text_too_long", f"text: a turn holds at most {limit:,} characters; this "
                                                       "turn stops here (flush, then send the rest as the next)")
             return
-        # one write at a time per turn: what arrives meanwhile goes in the next (a burst of deltas
-        # is planned once or twice, not once per delta; any split gives the same audio)
+        # one write at a time per turn: what arrives meanwhile goes in the next (the engine's live take
+        # gathers deltas while the model has text to read; any split gives the same audio)
         turn.pending += text
         if turn.writer is None or turn.writer.done():
             turn.writer = asyncio.create_task(self._write_pending(turn))
@@ -134,13 +126,12 @@ class Turns:
                 turn.pending = ""
                 await self._refuse(turn, "invalid_text", str(e) if isinstance(e, ValueError) else
                                    f"the turn failed: {type(e).__name__}")
-            await _gather_while_unread(turn, job)
 
     async def _stop_writing(self) -> None:
         """Text not yet written is dropped, and the write in flight ends (a job is cancelled only
         once no write can add to it)."""
         for turn in self._in_flight:
-            turn.pending, turn.text_ends = "", True
+            turn.pending = ""
         for turn in self._in_flight:
             await self._written(turn)
 
@@ -155,7 +146,6 @@ class Turns:
         turn, self._open = self._open, None
         if turn is None:
             return None
-        turn.text_ends = True
         await self._written(turn)
         if turn.job is not None:
             try:
@@ -266,20 +256,6 @@ class Turns:
                 await self._sink.end(turn.number, outcome, job)
             except Exception:
                 pass
-
-
-# ---- the gather-while-unread rule (it moves into the engine's live take: then this goes, with its one
-# call in Turns._write_pending and LiveJob.unread_tokens)
-_GATHER_WHILE_UNREAD = 4   # text tokens (320 ms of reading) the model has left that let a turn's next deltas gather
-_GATHER_POLL_S = 0.04      # (half a frame: the model never runs out while a write waits)
-
-
-async def _gather_while_unread(turn: _Turn, job: LiveJob) -> None:
-    """Until the model has less than `_GATHER_WHILE_UNREAD` tokens of the turn's text unread (or the
-    text ends, or the turn stops). It reads a token a frame: while it has enough, later deltas gather
-    into one write (planning each word as it comes would take the cores from the speech for nothing)."""
-    while turn.job is not None and not turn.text_ends and job.unread_tokens() >= _GATHER_WHILE_UNREAD:
-        await asyncio.sleep(_GATHER_POLL_S)
 
 
 async def _ended(tasks: list) -> None:

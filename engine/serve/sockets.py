@@ -16,6 +16,7 @@ from fastapi import APIRouter, WebSocket
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
+from ..synthesis.requests import MAX_HOLD_MS
 from .encoders import STREAMED, encoder, pcm16, wav_header
 from .errors import ApiError
 from .live import LiveJob, Turns
@@ -24,7 +25,6 @@ from .speech import MAX_INPUT_CHARS, SamplingFields
 
 LIVE_PATH, DEEPGRAM_PATH = "/v1/audio/speech/live", "/v1/speak"
 DEEPGRAM_RATES = (8000, 16000, 24000, 32000, 48000)
-MAX_HOLD_MS = 10_000   # the longest a live turn may wait for its reading before it speaks
 
 router = APIRouter()
 
@@ -40,8 +40,8 @@ async def deepgram_socket(ws: WebSocket):
 
 
 def check_hold_ms(hold_ms: float) -> float:
-    """`hold_ms` when from 0 to MAX_HOLD_MS, else the error a bound of the query's other fields gives:
-    the server's one check of a live turn's hold (the engine's live take is to own it)."""
+    """`hold_ms` when from 0 to MAX_HOLD_MS (the engine's one bound, Request.validate's), else the error a
+    bound of the query's other fields gives, before the socket is accepted."""
     if not hold_ms <= MAX_HOLD_MS:   # (NaN too)
         raise PydanticCustomError("less_than_equal", "Input should be less than or equal to {le}", {"le": MAX_HOLD_MS})
     if not hold_ms >= 0:

@@ -16,11 +16,12 @@ pytest.importorskip("fastapi")
 
 import websockets
 
-from kazeia.engine import Engine, SamplingParams
+from kazeia.engine import Engine, Request, SamplingParams
 from kazeia.engine.serve.app import ServerSettings, create_app
 from kazeia.engine.serve.encoders import pcm16
 from kazeia.engine.serve.local import LocalServer
 from kazeia.engine.serve.voices import VoiceBook
+from kazeia.engine.synthesis.requests import ONE_PROMPT
 
 KEY = "live-key"
 FRAMES = 24
@@ -51,7 +52,7 @@ def whole(engine, text=TEXT, speaker="vivian", seed=None) -> bytes:
     """The whole text given at once with streaming text: what every turn must equal."""
     extra = {} if seed is None else {"seed": seed}
     sampling = SamplingParams.from_model(engine.info, max_frames=FRAMES, **extra)
-    stream = engine.stream(text, speaker=speaker, sampling=sampling, streaming_text=True, one_prompt=True)
+    stream = engine.open_take(Request(text, speaker=speaker, sampling=sampling, streaming_text=True, plan=ONE_PROMPT))
     return pcm16(np.concatenate([c.audio for c in stream]))
 
 
@@ -111,14 +112,17 @@ def test_own_socket_turns_equal_the_whole_text_for_any_split(server, engine):
 
 
 def test_words_that_come_faster_than_the_model_reads_are_gathered(server, engine, monkeypatch):
-    """While the model has text enough it has not read, a turn's next deltas gather into one write
-    (planning each word as it comes would take the cores from the speech): fewer writes than words,
-    the same audio as the whole text."""
+    """While the model has text enough it has not read, a turn's next deltas gather into one plan
+    (the engine's live take: planning each word as it comes would take the cores from the speech):
+    every word reaches the turn's take, planned fewer times than there are words, the same audio as
+    the whole text."""
     from kazeia.engine.serve.live import LiveJob
+    from kazeia.engine.synthesis import live_take
     text = "Words sent all at once are read one token a frame, so most of them wait and go in together."
-    writes = []
+    writes, planned, plan_open = [], [], live_take.compose_open
     write = LiveJob.write
     monkeypatch.setattr(LiveJob, "write", lambda job, delta: (writes.append(delta), write(job, delta)))
+    monkeypatch.setattr(live_take, "compose_open", lambda text, **args: planned.append(text) or plan_open(text, **args))
 
     async def talk():
         async with websockets.connect(ws_url(server, "/v1/audio/speech/live", voice="vivian"),
@@ -131,7 +135,7 @@ def test_words_that_come_faster_than_the_model_reads_are_gathered(server, engine
 
     audio, messages = asyncio.run(talk())
     assert messages[-1]["outcome"] == "ok"
-    assert "".join(writes) == text + " " and len(writes) <= len(text.split(" ")) // 2, writes
+    assert "".join(writes) == text + " " and len(planned) <= len(text.split(" ")) // 2, planned
     assert audio == whole(engine, text)
 
 
@@ -147,14 +151,14 @@ def test_cancel_stops_within_a_frame_and_the_socket_goes_on(engine):
             assert json.loads(await ws.recv())["type"] == "turn.start"
             first = await asyncio.wait_for(ws.recv(), 60)
             assert isinstance(first, bytes)
-            steps = app.state.live.engine._batcher.steps
+            steps = app.state.live.engine.shared_batcher.steps
             await ws.send(json.dumps({"type": "cancel"}))
             messages = []
             while not messages or messages[-1]["type"] != "cancelled":
                 message = await asyncio.wait_for(ws.recv(), 30)
                 if isinstance(message, str):
                     messages.append(json.loads(message))
-            frames_after = app.state.live.engine._batcher.steps - steps
+            frames_after = app.state.live.engine.shared_batcher.steps - steps
             assert [m["type"] for m in messages] == ["turn.end", "cancelled"]
             assert messages[0]["outcome"] == "cancelled" and messages[1]["turns"] == 1
             assert messages[0]["frames"] < 400
@@ -221,7 +225,8 @@ def test_hold_ms_is_checked_once_with_one_bound():
     """The live socket's hold_ms: one check (sockets.check_hold_ms), one bound, the answer a bound of
     the query's other fields gives (NaN and infinity refused as over it)."""
     from kazeia.engine.serve.errors import ApiError
-    from kazeia.engine.serve.sockets import MAX_HOLD_MS, LiveQuery
+    from kazeia.engine.serve.sockets import LiveQuery
+    from kazeia.engine.synthesis.requests import MAX_HOLD_MS
     from kazeia.engine.serve.speech import parse
     for fine in (0, 250.5, MAX_HOLD_MS):
         assert parse({"voice": "vivian", "hold_ms": str(fine)}, LiveQuery).hold_ms == fine
@@ -376,9 +381,8 @@ def test_bench_agent_reports_both_ways_side_by_side(tmp_path):
 
 def take_of(engine, text, speaker="vivian") -> bytes:
     """The whole text as POST /v1/audio/speech speaks it (a long or marked-up text: its chunks)."""
-    from kazeia.engine.synthesis.requests import Request
     sampling = SamplingParams.from_model(engine.info, max_frames=FRAMES)
-    return pcm16(engine.take(Request(text, speaker=speaker, sampling=sampling, streaming_text=True)).wait(120).audio)
+    return pcm16(engine.take(Request(text, speaker=speaker, sampling=sampling, streaming_text=True)).audio)
 
 
 def test_eight_sockets_at_once_each_speak_their_whole_texts_take(engine):

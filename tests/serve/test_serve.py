@@ -25,12 +25,13 @@ import openai  # noqa: E402
 import soundfile  # noqa: E402
 import uvicorn  # noqa: E402
 
-from kazeia.engine import Engine, SamplingParams  # noqa: E402
+from kazeia.engine import Engine, Request, SamplingParams  # noqa: E402
 from kazeia.engine.serve.app import ServerSettings, create_app  # noqa: E402
 from kazeia.engine.serve.encoders import encoder, pcm16  # noqa: E402
 from kazeia.engine.bench.load_clients import clients  # noqa: E402
 from kazeia.engine.serve.local import LocalServer, free_port  # noqa: E402
 from kazeia.engine.serve.voices import VoiceBook  # noqa: E402
+from kazeia.engine.synthesis.requests import ONE_PROMPT  # noqa: E402
 
 KEY = "test-key"
 TEXT = "Hello from the server."
@@ -60,7 +61,7 @@ def server(engine):
 def engine_audio(engine, text=TEXT, speaker="serena", frames=6, seed=0, streaming_text=True) -> np.ndarray:
     """What the engine says; the server feeds text while generating unless told otherwise."""
     sampling = SamplingParams.from_model(engine.info, max_frames=frames, seed=seed)
-    return engine.synthesize(text, speaker=speaker, sampling=sampling, streaming_text=streaming_text).audio
+    return engine.take(Request(text, speaker=speaker, sampling=sampling, streaming_text=streaming_text)).audio
 
 
 def speech(client, fmt="pcm", text=TEXT, voice="alloy", frames=6, **extra) -> bytes:
@@ -111,8 +112,7 @@ def test_text_fed_while_generating_unless_the_request_or_server_says_whole(engin
                 speech(client, frames=8, streaming_text="sometimes")
             assert e.value.body["param"] == "streaming_text"
     # the prompt is shorter, so is the prefill (the reason it is the default)
-    sampling = SamplingParams.from_model(engine.info, max_frames=2)
-    plans = [engine.prepare(TEXT * 4, "serena", "auto", None, None, sampling, s)[0] for s in (True, False)]
+    plans = [engine.prompts.build(TEXT * 4, speaker="serena", streaming_text=s) for s in (True, False)]
     assert len(plans[0]) < len(plans[1]) / 2
 
 
@@ -137,7 +137,7 @@ def test_sse_and_streamed_audio_arrive_in_pieces(server, engine):
 def test_concurrent_requests_share_batches_and_each_is_its_own(server, engine):
     texts = ["First of three.", "The second one, a bit longer.", "Third."]
     expected = [pcm16(engine_audio(engine, t, frames=30, seed=i)) for i, t in enumerate(texts)]
-    steps_before = engine._batcher.steps
+    steps_before = engine.shared_batcher.steps
     got: dict[int, bytes] = {}
 
     def ask(i: int) -> None:
@@ -148,8 +148,8 @@ def test_concurrent_requests_share_batches_and_each_is_its_own(server, engine):
     for t in threads:
         t.join(120)
     assert [got.get(i) == expected[i] for i in range(3)] == [True] * 3
-    assert engine._batcher.largest_batch >= 2
-    assert engine._batcher.steps - steps_before < 3 * 30   # steps were shared
+    assert engine.shared_batcher.largest_batch >= 2
+    assert engine.shared_batcher.steps - steps_before < 3 * 30   # steps were shared
 
 
 def test_errors_are_openai_shaped_and_name_the_field(server):
@@ -208,7 +208,7 @@ def test_models_voices_health_metrics(server):
 def test_a_long_marked_up_input_is_one_take_of_its_chunks(server, engine):
     text = "One sentence here. [pause:200ms] Another one there."
     sampling = SamplingParams.from_model(engine.info, max_frames=4)
-    take = engine.speak(text, speaker="serena", sampling=sampling, streaming_text=True)
+    take = engine.take(Request(text, speaker="serena", sampling=sampling, streaming_text=True))
     pcm = speech(server.client(), "pcm", text, frames=4)
     assert pcm == pcm16(take.audio) and len(take.chunks) == 2
 
@@ -349,7 +349,8 @@ def test_wyoming_describe_synthesize_and_streamed_text(engine):
             start = AudioStart.from_event(events[0])
             assert (start.rate, start.width, start.channels) == (24000, 2, 1)
             sampling = SamplingParams.from_model(engine.info)
-            expected = engine.synthesize("Hello there.", speaker="vivian", sampling=sampling, streaming_text=True).audio
+            expected = engine.take(Request("Hello there.", speaker="vivian", sampling=sampling,
+                                           streaming_text=True)).audio
             assert audio_of(events) == pcm16(expected)
             # an unknown voice: an error event, and the connection goes on
             await client.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice(name="nobody")).event())
@@ -364,8 +365,8 @@ def test_wyoming_describe_synthesize_and_streamed_text(engine):
             await client.write_event(SynthesizeStop().event())
             events = first + await until(client, SynthesizeStopped.is_type)
             assert sum(AudioStop.is_type(e.type) for e in events) == 1   # (the whole text sent too: not spoken twice)
-            whole = engine.stream("The first sentence is here. The second one follows.", speaker="ryan",
-                                  sampling=sampling, streaming_text=True, one_prompt=True)
+            whole = engine.open_take(Request("The first sentence is here. The second one follows.", speaker="ryan",
+                                             sampling=sampling, streaming_text=True, plan=ONE_PROMPT))
             assert audio_of(events) == pcm16(np.concatenate([c.audio for c in whole]))
             # an unknown voice for a streamed text: an error, and the stream still ends as Wyoming's do
             await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="nobody")).event())
