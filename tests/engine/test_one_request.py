@@ -1,10 +1,12 @@
 """One Request, one audio, whichever way it comes in: the engine's own ways in (Engine.take whole,
 Engine.open_take streamed, and a live take written delta by delta), `kazeia say`'s path, render's and
-book's make the same audio of the same Request, bit for bit, for a text that is one prompt and for one
-that is a long take (two chunks and a pause): Engine.plan alone decides which it is. On the tiny
-reference checkpoint (random weights: every chunk runs to its frame limit)."""
+book's, and the server's (OpenAI's POST /v1/audio/speech, Wyoming's, the live sockets: each the 16-bit
+samples of that audio) make the same audio of the same Request, bit for bit, for a text that is one
+prompt and for one that is a long take (two chunks and a pause): Engine.plan alone decides which it
+is. On the tiny reference checkpoint (random weights: every chunk runs to its frame limit)."""
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import replace
 
@@ -13,6 +15,8 @@ import pytest
 import soundfile
 
 from kazeia.engine import Engine, Request, SamplingParams, open_model
+from kazeia.engine.serve.encoders import pcm16
+from serve.clients import deepgram_turn, live_turn, openai_client, wyoming_speech
 
 SPEAKER, SEED, FRAMES = "vivian", 7, 6
 TEXTS = {"one prompt": "Hello  from every front end.",   # (respaced by the plan: the prompt is the text as given)
@@ -29,9 +33,14 @@ def engine(model_path):
     return Engine(open_model(model_path), threads=2, max_batch=4)
 
 
-def request_of(engine, text: str, streaming_text: bool | None) -> Request:
-    sampling = SamplingParams.from_model(engine.info, seed=SEED, max_frames=FRAMES)
+def request_of(engine, text: str, streaming_text: bool | None, seed: int = SEED) -> Request:
+    sampling = SamplingParams.from_model(engine.info, seed=seed, max_frames=FRAMES)
     return Request(text, SPEAKER, sampling=sampling, streaming_text=streaming_text)
+
+
+def deltas_of(text: str) -> list[str]:
+    """A text in the pieces a writer sends while it is spoken."""
+    return [text[a:b] for a, b in ((0, 9), (9, 23), (23, len(text)))]
 
 
 # ---- the ways in: each speaks `request` and gives its audio -----------------------------------------
@@ -45,9 +54,8 @@ def by_open_take(engine, request, tmp_path, model_path) -> np.ndarray:
 def by_live_take(engine, request, tmp_path, model_path) -> np.ndarray:
     """Its text written in pieces while it is spoken (a live take reads its text as it comes)."""
     live = engine.open_take(replace(request, text=""), text_open=True)
-    text = request.text
-    for a, b in ((0, 9), (9, 23), (23, len(text))):
-        live.write(text[a:b])
+    for delta in deltas_of(request.text):
+        live.write(delta)
     live.close()
     return np.concatenate([c.audio for c in live])
 
@@ -71,8 +79,8 @@ def by_render(engine, request, tmp_path, model_path) -> np.ndarray:
 
 
 WAYS_IN = {"open_take": by_open_take, "live take": by_live_take, "say": by_say, "render": by_render}
-# (the server's OpenAI, Wyoming and live-socket paths and the workbench's join WAYS_IN here once they
-# speak the engine's Request: issue 58)
+# (the workbench's joins WAYS_IN here once it speaks the engine's Request: issue 58; the server's are
+# below, on a server of their own)
 STREAMING_TEXT_ONLY = {"live take"}   # (a live take always reads its text as it comes)
 NO_STREAMING_TEXT = {"render"}        # (a script line has no such column: the model's default)
 
@@ -111,3 +119,65 @@ def test_a_books_chapter_is_the_take_of_the_request_it_makes(engine, tmp_path):
         request = request_of(engine, spoken_text(chapter, options.chapter_pause_ms), None)
         request = replace(request, sampling=replace(request.sampling, seed=chunk_seed(SEED, number)))
         assert np.array_equal(soundfile.read(written.path, dtype="float32")[0], engine.take(request).audio)
+
+
+# ---- the server's ways in, on loopback: each speaks `request` as a client of one protocol and gives
+# the 16-bit samples the server sent (the server feeds text while generating: streaming_text=True)
+KEY = "one-request"
+SERVER_SEED = 0   # (a Wyoming request has no seed: the model's default; the others ask for it)
+
+
+@pytest.fixture(scope="module")
+def server(engine):
+    """A server of `engine` with a Wyoming port beside it: (the server, the Wyoming port)."""
+    pytest.importorskip("fastapi")
+    from kazeia.engine.serve.app import ServerSettings, create_app
+    from kazeia.engine.serve.local import LocalServer, free_port
+    from kazeia.engine.serve.voices import VoiceBook
+    port = free_port()
+    settings = ServerSettings("tiny", api_key=KEY, max_frames=FRAMES, wyoming=("127.0.0.1", port))
+    with LocalServer(create_app(engine, VoiceBook(engine.model), settings)) as running:
+        yield running, port
+
+
+def by_openai(server, request) -> bytes:
+    speech = openai_client(server[0], KEY).audio.speech
+    asked = dict(model="tts-1", voice=request.speaker, input=request.text,
+                 extra_body={"seed": SERVER_SEED, "max_frames": FRAMES})
+    pcm = speech.create(response_format="pcm", **asked).content
+    wav = speech.create(response_format="wav", **asked).content
+    assert wav[:4] == b"RIFF" and wav[44:] == pcm   # (the same samples after a WAV header)
+    return pcm
+
+
+def by_wyoming(server, request) -> bytes:
+    return asyncio.run(wyoming_speech(server[1], request.speaker, request.text))
+
+
+def by_wyoming_streamed(server, request) -> bytes:
+    return asyncio.run(wyoming_speech(server[1], request.speaker, request.text, deltas_of(request.text)))
+
+
+def by_live_socket(server, request) -> bytes:
+    audio, messages = asyncio.run(live_turn(server[0], KEY, deltas_of(request.text), voice=request.speaker,
+                                            seed=SERVER_SEED))
+    assert messages[-1]["type"] == "turn.end" and messages[-1]["outcome"] == "ok", messages
+    return audio
+
+
+def by_deepgram_socket(server, request) -> bytes:
+    return asyncio.run(deepgram_turn(server[0], KEY, deltas_of(request.text), model=request.speaker,
+                                     seed=SERVER_SEED))
+
+
+SERVER_WAYS_IN = {"openai": by_openai, "wyoming": by_wyoming, "wyoming streamed": by_wyoming_streamed,
+                  "live socket": by_live_socket, "deepgram socket": by_deepgram_socket}
+
+
+@pytest.mark.parametrize("kind", TEXTS)
+def test_one_request_is_one_audio_through_every_server_way_in(engine, server, kind):
+    request = request_of(engine, TEXTS[kind], True, seed=SERVER_SEED)
+    whole = pcm16(engine.take(request).audio)   # (as the server sends 16-bit samples)
+    assert len(whole) > 0
+    for name, way_in in SERVER_WAYS_IN.items():
+        assert way_in(server, request) == whole, name

@@ -22,6 +22,7 @@ from kazeia.engine.serve.encoders import pcm16
 from kazeia.engine.serve.local import LocalServer
 from kazeia.engine.serve.voices import VoiceBook
 from kazeia.engine.synthesis.requests import ONE_PROMPT
+from serve.clients import live_turn, turn_audio, ws_url
 
 KEY = "live-key"
 FRAMES = 24
@@ -59,24 +60,6 @@ def whole(engine, text=TEXT, speaker="vivian", seed=None) -> bytes:
 def pieces(text: str, rng: random.Random) -> list[str]:
     cuts = sorted(rng.sample(range(1, len(text)), rng.randint(1, min(12, len(text) - 1))))
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
-
-
-def ws_url(server, path: str, **query) -> str:
-    from urllib.parse import urlencode
-    return server.url.replace("http", "ws") + path + ("?" + urlencode(query) if query else "")
-
-
-async def turn_audio(ws) -> tuple[bytes, list[dict]]:
-    """One turn's audio and the JSON messages up to its end."""
-    audio, messages = bytearray(), []
-    while True:
-        message = await asyncio.wait_for(ws.recv(), 120)
-        if isinstance(message, bytes):
-            audio += message
-            continue
-        messages.append(json.loads(message))
-        if messages[-1]["type"] in ("turn.end", "error"):
-            return bytes(audio), messages
 
 
 def test_own_socket_turns_equal_the_whole_text_for_any_split(server, engine):
@@ -123,17 +106,7 @@ def test_words_that_come_faster_than_the_model_reads_are_gathered(server, engine
     write = LiveJob.write
     monkeypatch.setattr(LiveJob, "write", lambda job, delta: (writes.append(delta), write(job, delta)))
     monkeypatch.setattr(live_take, "compose_open", lambda text, **args: planned.append(text) or plan_open(text, **args))
-
-    async def talk():
-        async with websockets.connect(ws_url(server, "/v1/audio/speech/live", voice="vivian"),
-                                      additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
-            await ws.recv()
-            for word in text.split(" "):
-                await ws.send(json.dumps({"type": "text", "text": word + " "}))
-            await ws.send(json.dumps({"type": "flush"}))
-            return await turn_audio(ws)
-
-    audio, messages = asyncio.run(talk())
+    audio, messages = asyncio.run(live_turn(server, KEY, [word + " " for word in text.split(" ")], voice="vivian"))
     assert messages[-1]["outcome"] == "ok"
     assert "".join(writes) == text + " " and len(planned) <= len(text.split(" ")) // 2, planned
     assert audio == whole(engine, text)

@@ -32,6 +32,7 @@ from kazeia.engine.bench.load_clients import clients  # noqa: E402
 from kazeia.engine.serve.local import LocalServer, free_port  # noqa: E402
 from kazeia.engine.serve.voices import VoiceBook  # noqa: E402
 from kazeia.engine.synthesis.requests import ONE_PROMPT  # noqa: E402
+from serve.clients import openai_client, wyoming_audio, wyoming_until  # noqa: E402
 
 KEY = "test-key"
 TEXT = "Hello from the server."
@@ -41,7 +42,7 @@ class Running(LocalServer):
     """A server of `app` on a loopback port, in a thread of this process, with the official client."""
 
     def client(self, key: str = KEY) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, timeout=120)
+        return openai_client(self, key)
 
 
 @pytest.fixture(scope="module")
@@ -313,7 +314,7 @@ def test_serve_command_starts_and_stops_on_sigterm(tmp_path):
 def test_wyoming_describe_synthesize_and_streamed_text(engine):
     import asyncio
 
-    from wyoming.audio import AudioChunk, AudioStart, AudioStop
+    from wyoming.audio import AudioStart, AudioStop
     from wyoming.client import AsyncTcpClient
     from wyoming.error import Error
     from wyoming.info import Describe, Info
@@ -323,58 +324,46 @@ def test_wyoming_describe_synthesize_and_streamed_text(engine):
     app = create_app(engine, VoiceBook(engine.model), ServerSettings("demo", wyoming=("127.0.0.1", port)))
     running = Running(app)
 
-    async def until(client, kind) -> list:
-        events = []
-        while True:
-            event = await asyncio.wait_for(client.read_event(), 60)
-            assert event is not None, "the server closed the connection"
-            events.append(event)
-            if kind(event.type) or Error.is_type(event.type):
-                return events
-
-    def audio_of(events) -> bytes:
-        return b"".join(AudioChunk.from_event(e).audio for e in events if AudioChunk.is_type(e.type))
-
     async def talk():
         async with AsyncTcpClient("127.0.0.1", port) as client:
             await client.write_event(Describe().event())
-            info = Info.from_event((await until(client, Info.is_type))[-1])
+            info = Info.from_event((await wyoming_until(client, Info.is_type))[-1])
             program = info.tts[0]
             assert program.supports_synthesize_streaming
             names = [v.name for v in program.voices]
             assert names[0] == "serena" and "alloy" not in names and "en" in program.voices[0].languages
             # one text: audio-start, chunks as made, audio-stop; the engine's own samples
             await client.write_event(Synthesize(text="Hello there.", voice=SynthesizeVoice(name="vivian")).event())
-            events = await until(client, AudioStop.is_type)
+            events = await wyoming_until(client, AudioStop.is_type)
             start = AudioStart.from_event(events[0])
             assert (start.rate, start.width, start.channels) == (24000, 2, 1)
             sampling = SamplingParams.from_model(engine.info)
             expected = engine.take(Request("Hello there.", speaker="vivian", sampling=sampling,
                                            streaming_text=True)).audio
-            assert audio_of(events) == pcm16(expected)
+            assert wyoming_audio(events) == pcm16(expected)
             # an unknown voice: an error event, and the connection goes on
             await client.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice(name="nobody")).event())
-            error = Error.from_event((await until(client, lambda t: False))[-1])
+            error = Error.from_event((await wyoming_until(client, lambda t: False))[-1])
             assert error.code == "voice_not_found" and "serena" in error.text
             # a streamed text is one utterance spoken while it arrives: the whole text's audio
             await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="ryan")).event())
             for piece in ("The first sentence", " is here. The sec", "ond one follows."):
                 await client.write_event(SynthesizeChunk(text=piece).event())
-            first = await until(client, AudioStart.is_type)   # (before the stream is over)
+            first = await wyoming_until(client, AudioStart.is_type)   # (before the stream is over)
             await client.write_event(Synthesize(text="The first sentence is here. The second one follows.").event())
             await client.write_event(SynthesizeStop().event())
-            events = first + await until(client, SynthesizeStopped.is_type)
+            events = first + await wyoming_until(client, SynthesizeStopped.is_type)
             assert sum(AudioStop.is_type(e.type) for e in events) == 1   # (the whole text sent too: not spoken twice)
             whole = engine.open_take(Request("The first sentence is here. The second one follows.", speaker="ryan",
                                              sampling=sampling, streaming_text=True, plan=ONE_PROMPT))
-            assert audio_of(events) == pcm16(np.concatenate([c.audio for c in whole]))
+            assert wyoming_audio(events) == pcm16(np.concatenate([c.audio for c in whole]))
             # an unknown voice for a streamed text: an error, and the stream still ends as Wyoming's do
             await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="nobody")).event())
             await client.write_event(SynthesizeChunk(text="Hi.").event())
             await client.write_event(SynthesizeStop().event())
-            error = Error.from_event((await until(client, SynthesizeStopped.is_type))[-1])
+            error = Error.from_event((await wyoming_until(client, SynthesizeStopped.is_type))[-1])
             assert error.code == "voice_not_found"
-            assert SynthesizeStopped.is_type((await until(client, SynthesizeStopped.is_type))[-1].type)
+            assert SynthesizeStopped.is_type((await wyoming_until(client, SynthesizeStopped.is_type))[-1].type)
     try:
         asyncio.run(talk())
     finally:
