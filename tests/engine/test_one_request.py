@@ -1,9 +1,10 @@
 """One Request, one audio, whichever way it comes in: the engine's own ways in (Engine.take whole,
 Engine.open_take streamed, and a live take written delta by delta), `kazeia say`'s path, render's and
-book's, and the server's (OpenAI's POST /v1/audio/speech, Wyoming's, the live sockets: each the 16-bit
-samples of that audio) make the same audio of the same Request, bit for bit, for a text that is one
-prompt and for one that is a long take (two chunks and a pause): Engine.plan alone decides which it
-is. On the tiny reference checkpoint (random weights: every chunk runs to its frame limit)."""
+book's, the workbench's (its take and its typed take, as app/tasks runs them on an EngineHost), and
+the server's (OpenAI's POST /v1/audio/speech, Wyoming's, the live sockets: each the 16-bit samples of
+that audio) make the same audio of the same Request, bit for bit, for a text that is one prompt and
+for one that is a long take (two chunks and a pause): Engine.plan alone decides which it is. On the
+tiny reference checkpoint (random weights: every chunk runs to its frame limit)."""
 from __future__ import annotations
 
 import asyncio
@@ -78,10 +79,51 @@ def by_render(engine, request, tmp_path, model_path) -> np.ndarray:
     return soundfile.read(tmp_path / "out" / "line.wav", dtype="float32")[0]
 
 
-WAYS_IN = {"open_take": by_open_take, "live take": by_live_take, "say": by_say, "render": by_render}
-# (the workbench's joins WAYS_IN here once it speaks the engine's Request: issue 58; the server's are
-# below, on a server of their own)
-STREAMING_TEXT_ONLY = {"live take"}   # (a live take always reads its text as it comes)
+def workbench_job(typed=None):
+    """What a workbench task sees of the controller's Job (app/controller.Job), without Qt."""
+    import threading
+    from types import SimpleNamespace
+    quiet = SimpleNamespace(emit=lambda *_: None)
+    return SimpleNamespace(started=quiet, progress=quiet, status=quiet, cancelled=threading.Event(),
+                           attach=lambda stream: None, typed=typed)
+
+
+def workbench_take(engine, request, task, typed=None):
+    """`task` (app/tasks.take or typed_take) on an EngineHost holding `engine`, asked by the TakeRequest
+    the presenter makes of `request` (on the engine's own placement and threads: nothing is rebound)."""
+    from kazeia.app.tasks import EngineHost
+    from kazeia.app.take_request import TakeRequest
+    asked = TakeRequest(request.text, request.sampling, dict(engine.placement), engine.threads,
+                        speaker=request.speaker, language=request.language, instruct=request.instruct,
+                        streaming_text=request.streaming_text)
+    assert replace(asked.engine_request(), chunk_seeds=None) == request   # (the same Request)
+    host = EngineHost()
+    host.engine = engine
+    return task(host, workbench_job(typed), asked)
+
+
+def by_workbench(engine, request, tmp_path, model_path) -> np.ndarray:
+    from kazeia.app import tasks
+    return workbench_take(engine, request, tasks.take).result.audio
+
+
+def by_workbench_typed(engine, request, tmp_path, model_path) -> np.ndarray:
+    """Its text typed in pieces (app/typed_text.TypedText hands them on to the typed take's live take)."""
+    from kazeia.app import tasks
+    from kazeia.app.typed_text import TypedText
+    typed = TypedText()
+    for delta in deltas_of(request.text):
+        typed.write(delta)
+    typed.close()
+    outcome = workbench_take(engine, request, tasks.typed_take, typed)
+    assert outcome.text == request.text
+    return outcome.result.audio
+
+
+WAYS_IN = {"open_take": by_open_take, "live take": by_live_take, "say": by_say, "render": by_render,
+           "workbench": by_workbench, "workbench typed": by_workbench_typed}
+# (the server's are below, on a server of their own)
+STREAMING_TEXT_ONLY = {"live take", "workbench typed"}   # (a live take always reads its text as it comes)
 NO_STREAMING_TEXT = {"render"}        # (a script line has no such column: the model's default)
 
 
