@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import InitVar, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -51,23 +51,6 @@ class BookOptions:
     batch: int = 4
     chapter_pause_ms: float = 1000.0               # silence after each chapter's title
     chapters: list[int] | None = None              # chapter numbers (1-based, among those read) to render
-    # (the keywords the workbench still passes until it moves to `request`: issue 58)
-    speaker: InitVar[str | None] = None
-    language: InitVar[str | None] = None
-    instruct: InitVar[str | None] = None
-    voice: InitVar[object] = None
-    sampling: InitVar[SamplingParams | None] = None
-    seed: InitVar[int | None] = None
-    lexicon: InitVar[object] = None
-
-    def __post_init__(self, speaker, language, instruct, voice, sampling, seed, lexicon) -> None:
-        if all(v is None for v in (speaker, language, instruct, voice, sampling, seed, lexicon)):
-            return
-        if seed and sampling is None:
-            raise ValueError("BookOptions: the book's seed goes in its request's sampling")
-        self.request = replace(self.request, speaker=speaker, language=language or "auto", instruct=instruct,
-                               voice=voice, lexicon=lexicon,
-                               sampling=replace(sampling, seed=seed or 0) if sampling is not None else None)
 
     def validate(self) -> None:
         unknown = [f for f in self.formats if f not in CHAPTER_FORMATS]

@@ -22,7 +22,6 @@ from .voices import UnknownVoice
 
 if TYPE_CHECKING:
     from .state import ServerState
-    from .voices import NamedVoice
 
 MESSAGE_DEPTH = 4   # a message is one flat object ({"type": "text", "text": ...}); nothing needs more
 

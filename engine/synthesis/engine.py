@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import numpy as np
 
@@ -17,15 +16,15 @@ from . import placement as placements
 from .batch import Batcher
 from .chunked_take import ChunkedTake, start_take, whole_take
 from .live_take import LiveTake
-from .long_text import LongResult, TakePlan, compose_text, plan_take
+from .long_text import LongResult, TakePlan, plan_take
 from ..model_files.demo import resolve_model
 from ..model_files.model_file import ModelFile, ModelInfo
 from .overlap import DecoderWorker, default_overlap
 from ..platform_info import check_cpu_level
 from .prompt import PromptBuilder, PromptPlan, Voice
-from .prompt_stream import DECODE_EVERY, PromptStream, build_prompt
-from .requests import (AUTO, FRAMES_PER_TOKEN, HEADROOM_FRAMES, MAX_TEXT_TOKENS, ONE_PROMPT, Request, Result,
-                       SamplingParams, Timings)
+from .prompt_stream import DECODE_EVERY, PromptStream
+from .requests import (FRAMES_PER_TOKEN, HEADROOM_FRAMES, MAX_TEXT_TOKENS, Request, Result,
+                       SamplingParams)
 from .speech_decoder import SpeechDecoder
 from .threads import ThreadPolicy, check_threads, default_threads
 from .whole_prompt import whole_prompt
@@ -260,41 +259,6 @@ class Engine:
         """One frame for every session in one talker and one code-predictor launch (the caller
         holds `lock`)."""
         self._runner.step(sessions)
-
-    # (ways in that serve/ and app/ still call until they move: issue 58)
-    def synthesize(self, text: str, *, one_prompt: bool = False, **request) -> Result:
-        """take() of Request(text, **request), a chunked take's whole as one Result."""
-        plan = self.plan(Request(text, plan=ONE_PROMPT if one_prompt else AUTO, **request))
-        return self.take(plan) if plan.prompt is not None else self.open_take(plan).wait()
-
-    def stream(self, text: str, *, one_prompt: bool = False, decode_every: int = DECODE_EVERY, **request):
-        """open_take(Request(text, **request))."""
-        return self.open_take(Request(text, plan=ONE_PROMPT if one_prompt else AUTO, **request),
-                              decode_every=decode_every)
-
-    def open_text_stream(self, *, decode_every: int = DECODE_EVERY, **request) -> LiveTake:
-        """open_take(Request("", **request), text_open=True)."""
-        return self.open_take(Request("", **request), text_open=True, decode_every=decode_every)
-
-    def speak(self, text: str, *, max_batch: int = 4, **request) -> LongResult:
-        """take() of Request(text, **request) as a take of chunks, even of one."""
-        plan = self.plan(Request(text, plan=self.compose(text, **request), **request))
-        return whole_take(start_take(self, plan, Batcher(self, max_batch)))
-
-    def compose(self, text: str, *, seed: int = 0, sampling: SamplingParams | None = None, **request):
-        """plan(Request(text, **request)).composition, unchecked."""
-        return compose_text(self, Request(text, sampling=sampling or SamplingParams(seed=seed), **request))
-
-    def prepare(self, text, speaker=None, language="auto", instruct=None, voice=None, sampling=None,
-                streaming_text=None) -> tuple[PromptPlan, SamplingParams, Timings, float]:
-        """(the prompt of Request(text, ...) as written, its sampling, timings so far, start time)."""
-        start = time.perf_counter()
-        request = Request(text, speaker, language, instruct, voice, sampling or SamplingParams.from_model(self.info),
-                          streaming_text, plan=ONE_PROMPT)
-        request.validate()
-        plan = build_prompt(self, request)
-        timings = Timings(tokenize_ms=1000 * (time.perf_counter() - start), frame_seconds=1 / self.info.frame_rate)
-        return plan, request.sampling, timings, start
 
     # -- what measurements read (teacher forcing, the decoder) --------------------------------
     @property

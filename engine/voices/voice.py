@@ -12,7 +12,6 @@ import numpy as np
 
 from kazeia import _native
 
-from ..atomic import atomic_path
 from ..model_files.model_file import ModelFile
 from ..synthesis.prompt import Voice
 from ..synthesis.threads import default_threads

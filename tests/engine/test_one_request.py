@@ -19,6 +19,9 @@ from kazeia.engine import Engine, Request, SamplingParams, open_model
 from kazeia.engine.serve.encoders import pcm16
 from serve.clients import deepgram_turn, live_turn, openai_client, wyoming_speech
 
+pytestmark = pytest.mark.levels   # (numbers compared across paths: run again at every lower CPU level)
+
+
 SPEAKER, SEED, FRAMES = "vivian", 7, 6
 TEXTS = {"one prompt": "Hello  from every front end.",   # (respaced by the plan: the prompt is the text as given)
          "long take": "The first part is spoken here. [pause:300ms] The second part comes after a pause."}
