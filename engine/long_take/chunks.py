@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import time
+from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -139,37 +140,55 @@ class ChunkDone:
     seconds: float                 # compute time from its start
 
 
-def synthesize_chunks(engine, jobs: list[ChunkJob], batch: int = 4, stop: Callable[[], bool] = lambda: False
-                      ) -> Iterator[MadeChunk]:
-    """Every job's chunk synthesized on one batcher of `engine` (`batch` wide, as many again queued so
-    no slot waits), in the order they end. `stop()`
-    true: the chunks in flight are cancelled and not given."""
+def takes_as_they_end(engine, items: list, request_of: Callable[[object], Request], batch: int = 4,
+                      stop: Callable[[], bool] = lambda: False) -> Iterator[tuple[object, object, float]]:
+    """The one batch loop of scripts and books: each item's take (Engine.open_take of
+    `request_of(item)`) on one batcher of `engine`, `batch` wide with as many again queued so no slot
+    waits, given as (item, the ended take, seconds from its start) in the order they end, or (item, the
+    ValueError or OSError that refused its request, 0.0). `stop()` true: no more start, and those in
+    flight are cancelled (given once ended, within a frame). Abandoned, it leaves nothing running."""
     batcher = engine.batcher(max(1, batch))
-    pending, active = list(jobs), []
+    pending, active = list(items), []
     try:
         while pending or active:
             while pending and len(active) < 2 * batch and not stop():
-                job = pending.pop(0)
-                active.append((job, engine.open_take(job.request, batcher=batcher), time.perf_counter()))
+                item = pending.pop(0)
+                try:
+                    active.append((item, engine.open_take(request_of(item), batcher=batcher), time.perf_counter()))
+                except (ValueError, OSError) as e:
+                    yield item, e, 0.0
             if stop():
-                break
+                for _, take, _ in active:
+                    take.cancel()
+                pending.clear()
             still = []
-            for job, stream, started in active:
-                if not stream.ended:
-                    still.append((job, stream, started))
-                    continue
-                if stream.error is not None:
-                    raise stream.error
-                result = stream.result
-                if result.stop_reason == "cancelled":
-                    continue
-                yield MadeChunk(job, result.audio, result.codes, result.stop_reason, time.perf_counter() - started)
+            for item, take, started in active:
+                if take.ended:
+                    yield item, take, time.perf_counter() - started
+                else:
+                    still.append((item, take, started))
             if len(still) == len(active) and still:
                 still[0][1].join(0.05)
             active = still
     finally:
-        for _, stream, _ in active:   # (stopped, failed or abandoned: nothing left running)
-            stream.cancel()
+        for _, take, _ in active:   # (stopped, failed or abandoned: nothing left running)
+            take.cancel()
+
+
+def synthesize_chunks(engine, jobs: list[ChunkJob], batch: int = 4, stop: Callable[[], bool] = lambda: False
+                      ) -> Iterator[MadeChunk]:
+    """Every job's chunk synthesized on one batcher of `engine` (takes_as_they_end), in the order they
+    end. `stop()` true: the chunks in flight are cancelled and not given."""
+    with closing(takes_as_they_end(engine, jobs, lambda job: job.request, batch, stop)) as ended:
+        for job, take, seconds in ended:
+            if stop():
+                return   # (what was in flight is dropped, not kept: a resume makes it again)
+            if isinstance(take, Exception):
+                raise take
+            if take.error is not None:
+                raise take.error
+            if take.result.stop_reason != "cancelled":
+                yield MadeChunk(job, take.result.audio, take.result.codes, take.result.stop_reason, seconds)
 
 
 def make_chunks(engine, jobs: list[ChunkJob], store: ChunkStore, batch: int = 4,

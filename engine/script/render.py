@@ -19,6 +19,7 @@ import numpy as np
 import soundfile
 
 from ..audio_io import NAMED_FORMATS, write_audio
+from ..long_take.chunks import takes_as_they_end
 from ..synthesis.requests import Request, SamplingParams
 from ..synthesis.engine import Engine
 from .lines import ScriptError, ScriptLine, check_for_model, output_names, read_script, request_hash
@@ -206,29 +207,10 @@ class LocalExecutor:
 
     def run(self, jobs: list[LineJob], folder: Path, stop: Callable[[], bool] = lambda: False
             ) -> Iterator[tuple[LineJob, LineOutcome]]:
-        batcher = self.engine.batcher(self.batch)
-        pending, active = list(jobs), []
-        while pending or active:
-            while pending and len(active) < 2 * self.batch and not stop():   # queued ahead: no idle slot
-                job = pending.pop(0)
-                try:
-                    active.append((job, self.engine.open_take(job.engine_request(self.engine, folder),
-                                                              batcher=batcher)))
-                except (ValueError, OSError) as e:
-                    yield job, LineOutcome(error=str(e))
-            if stop():
-                for _, stream in active:
-                    stream.cancel()
-                pending.clear()
-            still = []
-            for job, stream in active:
-                if not stream.ended:
-                    still.append((job, stream))
-                    continue
-                yield job, outcome_of(stream)
-            if len(still) == len(active) and still:
-                still[0][1].join(0.05)
-            active = still
+        """Each line's outcome as its take ends (the batch loop books share: takes_as_they_end)."""
+        for job, take, _ in takes_as_they_end(self.engine, jobs, lambda job: job.engine_request(self.engine, folder),
+                                              self.batch, stop):
+            yield job, LineOutcome(error=str(take)) if isinstance(take, Exception) else outcome_of(take)
 
 
 def outcome_of(take) -> LineOutcome:
